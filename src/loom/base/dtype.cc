@@ -168,8 +168,36 @@ float DecodeMini(uint32_t v, MiniFormat f) {
 
 }  // namespace
 
-uint16_t FloatToF16(float x) { return static_cast<uint16_t>(EncodeMini(x, kF16Format)); }
-float F16ToFloat(uint16_t h) { return DecodeMini(h, kF16Format); }
+// Fast f16 conversions (bit manipulation, after F. Giesen's float_to_half_fast3_rtne); the test
+// checks them against the generic EncodeMini/DecodeMini path over every code and random floats.
+uint16_t FloatToF16(float f) {
+  uint32_t x = std::bit_cast<uint32_t>(f);
+  uint32_t sign = (x >> 16) & 0x8000u;
+  uint32_t ax = x & 0x7FFFFFFFu;
+  if (ax >= 0x7F800000u) return static_cast<uint16_t>(sign | (ax > 0x7F800000u ? 0x7E00u : 0x7C00u));
+  if (ax >= 0x477FF000u) return static_cast<uint16_t>(sign | 0x7C00u);  // rounds to >= 65520: Inf
+  if (ax < 0x38800000u) {  // result is subnormal or zero: let float addition round (RNE)
+    float r = std::bit_cast<float>(ax) + 0.5f;
+    return static_cast<uint16_t>(sign | (std::bit_cast<uint32_t>(r) - 0x3F000000u));
+  }
+  uint32_t mant_odd = (ax >> 13) & 1u;
+  ax += 0xC8000FFFu + mant_odd;  // rebias exponent by (15 - 127) and round to nearest even
+  return static_cast<uint16_t>(sign | (ax >> 13));
+}
+
+float F16ToFloat(uint16_t h) {
+  uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  uint32_t em = h & 0x7FFFu;
+  if (em >= 0x7C00u) return std::bit_cast<float>(sign | 0x7F800000u | ((em & 0x3FFu) << 13));
+  if (em >= 0x0400u) return std::bit_cast<float>(sign | ((em << 13) + 0x38000000u));
+  float f = static_cast<float>(em) * 0x1.0p-24f;
+  return sign ? -f : f;
+}
+
+namespace internal {
+uint16_t ReferenceFloatToF16(float x) { return static_cast<uint16_t>(EncodeMini(x, kF16Format)); }
+float ReferenceF16ToFloat(uint16_t h) { return DecodeMini(h, kF16Format); }
+}  // namespace internal
 uint8_t FloatToF8E4M3(float x) { return static_cast<uint8_t>(EncodeMini(x, kE4M3Format)); }
 float F8E4M3ToFloat(uint8_t v) { return DecodeMini(v, kE4M3Format); }
 uint8_t FloatToF8E5M2(float x) { return static_cast<uint8_t>(EncodeMini(x, kE5M2Format)); }

@@ -57,6 +57,12 @@ float F8E4M3ToFloat(uint8_t v);
 uint8_t FloatToF8E5M2(float x);
 float F8E5M2ToFloat(uint8_t v);
 
+namespace internal {
+// Slow generic-format versions of the f16 conversions, the reference for the fast ones.
+uint16_t ReferenceFloatToF16(float x);
+float ReferenceF16ToFloat(uint16_t h);
+}  // namespace internal
+
 // Packed int4 access (values in [-8, 7]).
 inline int8_t GetI4(const uint8_t* packed, int64_t i) {
   uint8_t byte = packed[i >> 1];

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <limits>
 
@@ -77,6 +78,32 @@ TEST(DTypeTest, F16RoundTripsAllFiniteCodes) {
     if (std::isnan(a)) continue;
     ASSERT_EQ(FloatToF16(a), c) << c;
   }
+}
+
+TEST(DTypeTest, FastF16MatchesReference) {
+  for (int c = 0; c < 65536; ++c) {
+    float a = internal::ReferenceF16ToFloat(static_cast<uint16_t>(c));
+    float b = F16ToFloat(static_cast<uint16_t>(c));
+    if (std::isnan(a)) {
+      ASSERT_TRUE(std::isnan(b)) << c;
+      continue;
+    }
+    ASSERT_EQ(std::bit_cast<uint32_t>(a), std::bit_cast<uint32_t>(b)) << c;
+  }
+  // Random floats across the whole f16 range, including ties and subnormals.
+  uint32_t state = 12345;
+  for (int i = 0; i < 200000; ++i) {
+    state = state * 1664525u + 1013904223u;
+    float exp_scale = std::ldexp(1.0f, static_cast<int>(state % 44) - 28);
+    state = state * 1664525u + 1013904223u;
+    float x = (static_cast<float>(state >> 8) * 0x1.0p-24f - 0.5f) * 2.0f * exp_scale;
+    ASSERT_EQ(FloatToF16(x), internal::ReferenceFloatToF16(x)) << x;
+  }
+  // Exact ties between two f16 values.
+  EXPECT_EQ(FloatToF16(1.0f + 0x1.0p-11f), 0x3C00);             // tie -> even (down)
+  EXPECT_EQ(FloatToF16(1.0f + 3 * 0x1.0p-11f), 0x3C02);         // tie -> even (up)
+  EXPECT_EQ(FloatToF16(65519.0f), 0x7BFF);
+  EXPECT_EQ(FloatToF16(65520.0f), 0x7C00);
 }
 
 TEST(DTypeTest, PackedInt4) {
