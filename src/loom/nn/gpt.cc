@@ -7,8 +7,8 @@
 
 namespace loom::nn {
 
-Gpt::Gpt(GptConfig config, at::ScalarType compute_dtype)
-    : config_(config), layout_(GptParamSpecs(config)), dtype_(compute_dtype) {
+Gpt::Gpt(GptConfig config, at::ScalarType compute_dtype, LayoutOptions layout_options)
+    : config_(config), layout_(GptParamSpecs(config), layout_options), dtype_(compute_dtype) {
   LOOM_CHECK_OK(config_.Validate());
   LOOM_CHECK(dtype_ == at::kFloat || dtype_ == at::kBFloat16) << "compute dtype " << dtype_;
   auto opts = at::TensorOptions().dtype(dtype_);

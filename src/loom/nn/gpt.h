@@ -38,7 +38,7 @@ struct KvCache {
 
 class Gpt {
  public:
-  Gpt(GptConfig config, at::ScalarType compute_dtype);
+  Gpt(GptConfig config, at::ScalarType compute_dtype, LayoutOptions layout_options = {});
 
   const GptConfig& config() const { return config_; }
   const FlatLayout& layout() const { return layout_; }

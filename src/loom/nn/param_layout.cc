@@ -1,5 +1,7 @@
 #include "loom/nn/param_layout.h"
 
+#include <algorithm>
+
 namespace loom::nn {
 
 int64_t ParamSpec::numel() const {
@@ -8,15 +10,35 @@ int64_t ParamSpec::numel() const {
   return n;
 }
 
-FlatLayout::FlatLayout(std::vector<ParamSpec> specs) {
+namespace {
+int64_t RoundUp(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+}  // namespace
+
+FlatLayout::FlatLayout(std::vector<ParamSpec> specs, LayoutOptions options) {
+  const int64_t pad = std::max<int64_t>(1, options.pad);
   slots_.resize(specs.size());
   int64_t pos = 0;
+  Bucket current;
+  auto close_bucket = [&] {
+    if (current.params.empty()) return;
+    pos = RoundUp(pos, pad);
+    current.end = pos;
+    buckets_.push_back(current);
+    current = Bucket{pos, pos, {}};
+  };
   for (size_t k = specs.size(); k-- > 0;) {
+    const int64_t n = specs[k].numel();
+    if (options.bucket_elems > 0 && !current.params.empty() &&
+        pos + n - current.begin > options.bucket_elems) {
+      close_bucket();
+    }
     slots_[k].offset = pos;
-    pos += specs[k].numel();
-    pos = (pos + kAlignElems - 1) / kAlignElems * kAlignElems;
+    slots_[k].bucket = static_cast<int>(buckets_.size());
+    current.params.push_back(static_cast<int>(k));
+    pos = RoundUp(pos + n, kAlignElems);
     slots_[k].spec = std::move(specs[k]);
   }
+  close_bucket();
   total_ = pos;
 }
 

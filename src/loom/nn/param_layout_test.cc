@@ -60,6 +60,34 @@ TEST(FlatLayoutTest, ReverseOrderAlignedAndCovering) {
   EXPECT_LT(layout.total_elements(), covered + FlatLayout::kAlignElems * (int64_t)slots.size());
 }
 
+TEST(FlatLayoutTest, BucketsArePaddedAndHoldWholeParams) {
+  GptConfig c;
+  c.d_model = 64;
+  c.n_heads = 4;
+  c.n_layers = 3;
+  FlatLayout layout(GptParamSpecs(c), {.bucket_elems = 20000, .pad = 3 * 16});
+  ASSERT_GT(layout.buckets().size(), 3u);
+  int64_t expect_begin = 0;
+  for (size_t b = 0; b < layout.buckets().size(); ++b) {
+    const Bucket& bk = layout.buckets()[b];
+    EXPECT_EQ(bk.begin, expect_begin);
+    EXPECT_EQ(bk.size() % 48, 0);
+    expect_begin = bk.end;
+    for (int p : bk.params) {
+      const ParamSlot& s = layout.slots()[p];
+      EXPECT_EQ(s.bucket, static_cast<int>(b));
+      EXPECT_GE(s.offset, bk.begin);
+      EXPECT_LE(s.offset + s.spec.numel(), bk.end);
+    }
+    // Only a parameter larger than the target may make a bucket exceed it (plus padding).
+    if (bk.params.size() > 1) EXPECT_LE(bk.size(), 20000 + 48 + 16 * 8);
+  }
+  EXPECT_EQ(expect_begin, layout.total_elements());
+  EXPECT_EQ(layout.slots().back().bucket, 0);                      // ln_f: ready first
+  EXPECT_EQ(layout.slots().front().bucket,
+            static_cast<int>(layout.buckets().size()) - 1);        // wte: ready last
+}
+
 TEST(GptInitTest, DeterministicAndShaped) {
   GptConfig c;
   c.d_model = 32;

@@ -18,6 +18,7 @@
 #include <gtest/gtest.h>
 
 #include "loom/comm/communicator.h"
+#include "loom/comm/testing/run_ranks.h"
 
 namespace loom::comm::testing {
 
@@ -42,9 +43,6 @@ struct BackendFactory {
 };
 
 inline std::ostream& operator<<(std::ostream& os, const BackendFactory& f) { return os << f.name; }
-
-// Runs fn(rank) on one thread per rank and joins them.
-void RunRanks(int world_size, const std::function<void(int rank)>& fn);
 
 class CommunicatorConformance : public ::testing::TestWithParam<BackendFactory> {
  protected:

@@ -1,0 +1,29 @@
+// The `loom` subcommands. Each Register* adds its subcommand to the app and returns the place
+// where its exit code is written once CLI11 has run its callback.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+#include <vector>
+
+namespace loom::cli {
+
+// What every subcommand may need besides its own flags.
+struct CliContext {
+  std::vector<std::string> argv;  // the original command line (for re-launching as ranks)
+  int exit_code = 0;
+};
+
+// Exit codes: 0 success, 1 runtime failure, 2 bad usage or configuration, else a failed rank's
+// code (or 128 + signal) as reported by the launcher.
+inline constexpr int kExitFailure = 1;
+inline constexpr int kExitUsage = 2;
+
+void RegisterLaunch(CLI::App& app, CliContext* ctx);
+void RegisterTrain(CLI::App& app, CliContext* ctx);
+void RegisterEnv(CLI::App& app, CliContext* ctx);
+void RegisterBenchCollectives(CLI::App& bench, CliContext* ctx);
+void RegisterBenchTrain(CLI::App& bench, CliContext* ctx);
+
+}  // namespace loom::cli

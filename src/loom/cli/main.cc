@@ -1,0 +1,26 @@
+// loom: the command-line front end. One thin subcommand per module; see `loom --help`.
+#include <cstdio>
+
+#include "loom/cli/commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"loom: distributed training toolkit and runtime"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("loom 0.1.0"));
+  loom::cli::CliContext ctx;
+  ctx.argv.assign(argv, argv + argc);
+  loom::cli::RegisterLaunch(app, &ctx);
+  loom::cli::RegisterTrain(app, &ctx);
+  loom::cli::RegisterEnv(app, &ctx);
+  CLI::App* bench = app.add_subcommand("bench", "benchmarks: loom side by side with its peers");
+  bench->require_subcommand(1);
+  (void)bench;
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : loom::cli::kExitUsage;
+  }
+  std::fflush(stdout);
+  return ctx.exit_code;
+}

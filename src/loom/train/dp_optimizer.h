@@ -1,0 +1,56 @@
+// DataParallelOptimizer: the optimizer step of data-parallel training over flat fp32 buffers.
+//
+// dist.mode=zero1 (ZeRO stage 1): each rank owns 1/world of every gradient bucket (the slice
+// GradReducer's reduce-scatter left reduced in place), keeps AdamW moments only for that slice,
+// updates it, and all-gathers the updated parameters bucket by bucket.
+// dist.mode=allreduce (plain DP): gradients are fully reduced everywhere; every rank updates all
+// parameters and keeps full moments.
+// Both: global L2 gradient-norm clipping (as torch.nn.utils.clip_grad_norm_), decoupled weight
+// decay on matrices and embeddings but not on biases and LayerNorm parameters.
+// Thread-safety: one training thread; uses the communicator when Step() runs.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "loom/comm/communicator.h"
+#include "loom/nn/param_layout.h"
+#include "loom/train/train_config.h"
+
+namespace loom::train {
+
+class DataParallelOptimizer {
+ public:
+  DataParallelOptimizer(comm::Communicator* comm, const nn::FlatLayout* layout, float* params,
+                        float* grads, DpMode mode, OptimConfig config);
+
+  struct StepResult {
+    double grad_norm = 0;   // before clipping
+    double clip_scale = 1;  // factor applied to the gradients
+  };
+  // `step` is 1-based (AdamW bias correction).
+  Result<StepResult> Step(double lr, int64_t step);
+
+  // Bytes of optimizer state this rank holds (fp32 m and v).
+  int64_t state_bytes() const { return static_cast<int64_t>((m_.size() + v_.size()) * 4); }
+  // Elements of the parameters this rank updates.
+  int64_t owned_elements() const { return static_cast<int64_t>(m_.size()); }
+
+ private:
+  struct Segment {
+    int64_t begin;
+    int64_t count;
+    bool decay;
+  };
+
+  comm::Communicator* comm_;
+  const nn::FlatLayout* layout_;
+  float* params_;
+  float* grads_;
+  DpMode mode_;
+  OptimConfig config_;
+  std::vector<Segment> segments_;
+  std::vector<float> m_, v_;
+};
+
+}  // namespace loom::train

@@ -1,0 +1,105 @@
+#include "loom/train/grad_reducer.h"
+
+#include <bit>
+#include <cstring>
+
+#include "loom/base/clock.h"
+
+namespace loom::train {
+
+__attribute__((target_clones("avx512f", "avx2", "default"))) void AccumulateBf16Into(
+    float* __restrict dst, const uint16_t* __restrict src, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    dst[i] += std::bit_cast<float>(static_cast<uint32_t>(src[i]) << 16);
+  }
+}
+
+GradReducer::GradReducer(comm::Communicator* comm, const nn::FlatLayout* layout, float* grad_fp32,
+                         const uint16_t* grad_bf16, Options options)
+    : comm_(comm),
+      layout_(layout),
+      grad_(grad_fp32),
+      grad_bf16_(grad_bf16),
+      options_(options),
+      pool_({.num_threads = 1, .name = "grad-reduce"}),
+      ready_count_(layout->buckets().size(), 0) {
+  pool_.Start();
+}
+
+GradReducer::~GradReducer() { pool_.Stop(); }
+
+void GradReducer::BeginMicroStep(bool last) {
+  last_micro_ = last;
+  std::fill(ready_count_.begin(), ready_count_.end(), 0);
+  next_launch_ = 0;
+  launched_early_ = 0;
+}
+
+void GradReducer::OnParamReady(int param) {
+  if (!last_micro_ || !options_.overlap) return;
+  int b = layout_->slots()[param].bucket;
+  if (++ready_count_[b] == static_cast<int>(layout_->buckets()[b].params.size())) {
+    LaunchReadyBuckets();
+  }
+}
+
+void GradReducer::LaunchReadyBuckets() {
+  const int n = static_cast<int>(layout_->buckets().size());
+  while (next_launch_ < n &&
+         ready_count_[next_launch_] == static_cast<int>(layout_->buckets()[next_launch_].params.size())) {
+    ++launched_early_;
+    Launch(next_launch_++);
+  }
+}
+
+void GradReducer::Launch(int bucket) {
+  {
+    MutexLock lock(&mu_);
+    ++in_flight_;
+  }
+  pool_.Schedule([this, bucket] {
+    Status s;
+    {
+      MutexLock lock(&mu_);
+      s = first_error_;
+    }
+    // After a failure the communicator is broken; skip the work but keep the accounting.
+    if (s.ok()) s = ReduceBucket(bucket);
+    {
+      MutexLock lock(&mu_);
+      if (!s.ok() && first_error_.ok()) first_error_ = s;
+      --in_flight_;
+    }
+    done_cv_.NotifyAll();
+  });
+}
+
+Status GradReducer::ReduceBucket(int bucket) {
+  const nn::Bucket& b = layout_->buckets()[bucket];
+  float* g = grad_ + b.begin;
+  if (grad_bf16_ != nullptr) AccumulateBf16Into(g, grad_bf16_ + b.begin, b.size());
+  TensorView view = TensorView::Of(g, b.size());
+  comm::CommOptions opts{.tag = options_.tag};
+  if (options_.mode == DpMode::kAllReduce) {
+    return comm_->AllReduce(view, comm::ReduceOp::kAvg, opts);
+  }
+  const int64_t shard = b.size() / comm_->size();
+  return comm_->ReduceScatter(view, view.Slice(shard * comm_->rank(), shard),
+                              comm::ReduceOp::kAvg, opts);
+}
+
+Status GradReducer::FinishStep() {
+  Stopwatch sw;
+  const int n = static_cast<int>(layout_->buckets().size());
+  while (next_launch_ < n) Launch(next_launch_++);
+  MutexLock lock(&mu_);
+  // Each collective has its own timeout, so this wait ends; the deadline is a backstop.
+  Deadline backstop = SteadyClock::now() + std::chrono::hours(24);
+  done_cv_.WaitUntil(&mu_, backstop, [&]() LOOM_REQUIRES(mu_) { return in_flight_ == 0; });
+  last_exposed_s_ = sw.Seconds();
+  Status s = first_error_;
+  first_error_ = OkStatus();
+  return s;
+}
+
+}  // namespace loom::train

@@ -1,0 +1,80 @@
+// GradReducer: reduces gradient buckets across data-parallel ranks while backward is running.
+//
+// The autograd thread calls OnParamReady(p) as each parameter's gradient is accumulated (see
+// grad_ready_hooks_torch.h). When every parameter of a bucket is ready, the bucket is handed to
+// the reducer's communication thread, which (bf16 compute) adds the bf16 gradients into the fp32
+// gradient buffer and then reduces the bucket in fp32: an all-reduce (dist.mode=allreduce) or a
+// reduce-scatter into this rank's shard of the bucket (dist.mode=zero1). Buckets are launched
+// strictly in index order, so every rank issues the same collectives in the same order.
+//
+//   reducer.BeginMicroStep(/*last=*/true);
+//   loss.backward();                       // hooks launch buckets as they fill
+//   LOOM_RETURN_IF_ERROR(reducer.FinishStep());
+//
+// Thread-safety: BeginMicroStep/OnParamReady/FinishStep from the training thread (autograd runs
+// CPU work on the thread that called backward). While a step is in flight the communicator
+// belongs to the reducer's thread; the caller may use it again after FinishStep returns.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "loom/base/mutex.h"
+#include "loom/base/thread_pool.h"
+#include "loom/comm/communicator.h"
+#include "loom/nn/param_layout.h"
+#include "loom/train/train_config.h"
+
+namespace loom::train {
+
+// dst[i] += bf16 src[i] (fp32 accumulation of bf16 gradients).
+void AccumulateBf16Into(float* dst, const uint16_t* src, int64_t n);
+
+class GradReducer {
+ public:
+  struct Options {
+    DpMode mode = DpMode::kZero1;
+    bool overlap = true;  // false: reduce every bucket after backward (for ablations)
+    uint32_t tag = 1;
+  };
+
+  // `grad_fp32` holds layout->total_elements() floats; `grad_bf16` is the model's bf16 gradient
+  // buffer when computing in bf16 (nullptr in fp32).
+  GradReducer(comm::Communicator* comm, const nn::FlatLayout* layout, float* grad_fp32,
+              const uint16_t* grad_bf16, Options options);
+  ~GradReducer();
+
+  // Starts a micro-step. Buckets are reduced only in the last micro-step of an optimizer step;
+  // earlier ones just accumulate.
+  void BeginMicroStep(bool last);
+  void OnParamReady(int param);
+  // Launches buckets not yet launched, waits for all, returns the first error. Also records how
+  // long it had to wait (the communication not hidden behind backward).
+  Status FinishStep();
+  double last_exposed_seconds() const { return last_exposed_s_; }
+  int64_t buckets_launched_during_backward() const { return launched_early_; }
+
+ private:
+  void LaunchReadyBuckets();
+  void Launch(int bucket);
+  Status ReduceBucket(int bucket);
+
+  comm::Communicator* comm_;
+  const nn::FlatLayout* layout_;
+  float* grad_;
+  const uint16_t* grad_bf16_;
+  Options options_;
+  ThreadPool pool_;
+  bool last_micro_ = false;
+  std::vector<int> ready_count_;
+  int next_launch_ = 0;
+  int64_t launched_early_ = 0;
+  double last_exposed_s_ = 0;
+
+  Mutex mu_;
+  CondVar done_cv_;
+  int in_flight_ LOOM_GUARDED_BY(mu_) = 0;
+  Status first_error_ LOOM_GUARDED_BY(mu_);
+};
+
+}  // namespace loom::train

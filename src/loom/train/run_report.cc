@@ -1,0 +1,73 @@
+#include "loom/train/run_report.h"
+
+#include <nlohmann/json.hpp>
+
+#include "loom/base/file_util.h"
+#include "loom/train/svg_chart.h"
+
+namespace loom::train {
+
+nlohmann::json MetricRowToJson(const MetricRow& r) {
+  nlohmann::json j = {{"step", r.step},
+                      {"loss", r.loss},
+                      {"tokens_per_s", r.tokens_per_s},
+                      {"mfu", r.mfu},
+                      {"lr", r.lr},
+                      {"grad_norm", r.grad_norm},
+                      {"elapsed_s", r.elapsed_s},
+                      {"exposed_comm_s", r.exposed_comm_s}};
+  if (r.eval_loss) j["eval_loss"] = *r.eval_loss;
+  return j;
+}
+
+Result<RunWriter> RunWriter::Open(const std::string& dir) {
+  LOOM_RETURN_IF_ERROR(MakeDirs(dir).WithContext("run_dir"));
+  RunWriter w;
+  w.dir_ = dir;
+  // A rerun into the same directory starts a fresh metrics file.
+  std::remove((dir + "/metrics.jsonl").c_str());
+  return w;
+}
+
+Status RunWriter::WriteConfig(const nlohmann::json& resolved) {
+  return WriteFileAtomic(dir_ + "/config.json", resolved.dump(2) + "\n");
+}
+
+Status RunWriter::Append(const MetricRow& row) {
+  rows_.push_back(row);
+  return AppendLine(dir_ + "/metrics.jsonl", MetricRowToJson(row).dump());
+}
+
+Status RunWriter::WriteReport(const std::string& title,
+                              const std::vector<std::pair<std::string, std::string>>& facts,
+                              const std::string& sample) const {
+  ChartSeries train{"train loss", "#1f77b4", {}, false};
+  ChartSeries eval{"eval loss", "#d62728", {}, true};
+  ChartSeries tput{"tokens/s (all ranks)", "#2ca02c", {}, false};
+  ChartSeries mfu{"MFU %", "#9467bd", {}, false};
+  for (const MetricRow& r : rows_) {
+    train.points.push_back({static_cast<double>(r.step), r.loss});
+    if (r.eval_loss) eval.points.push_back({static_cast<double>(r.step), *r.eval_loss});
+    tput.points.push_back({static_cast<double>(r.step), r.tokens_per_s});
+    mfu.points.push_back({static_cast<double>(r.step), 100 * r.mfu});
+  }
+  std::string html =
+      "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>" + HtmlEscape(title) +
+      "</title>\n<style>body{font-family:sans-serif;max-width:720px;margin:24px auto;color:#222}"
+      "td{padding:2px 12px 2px 0;vertical-align:top}pre{background:#f6f6f6;padding:12px;"
+      "white-space:pre-wrap}</style></head><body>\n<h1>" +
+      HtmlEscape(title) + "</h1>\n<table>\n";
+  for (const auto& [k, v] : facts) {
+    html += "<tr><td><b>" + HtmlEscape(k) + "</b></td><td>" + HtmlEscape(v) + "</td></tr>\n";
+  }
+  html += "</table>\n<h2>Loss</h2>\n" +
+          SvgLineChart("loss (nats per byte)", "step", "loss", {train, eval}) +
+          "<h2>Throughput</h2>\n" + SvgLineChart("throughput", "step", "tokens/s", {tput}) +
+          SvgLineChart("model FLOPs utilisation", "step", "MFU %", {mfu}) +
+          "<h2>Sample</h2>\n<pre>" + HtmlEscape(sample) +
+          "</pre>\n<p>Per-step data: <code>metrics.jsonl</code>; resolved settings: "
+          "<code>config.json</code>.</p>\n</body></html>\n";
+  return WriteFileAtomic(dir_ + "/report.html", html);
+}
+
+}  // namespace loom::train

@@ -1,0 +1,153 @@
+#include "loom/train/train_config.h"
+
+#include <nlohmann/json.hpp>
+
+#include "loom/base/json_util.h"
+
+namespace loom::train {
+using nlohmann::json;
+
+bool CpuHasFastBf16() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512bf16") || __builtin_cpu_supports("amx-bf16");
+}
+
+Precision TrainConfig::ResolvedPrecision() const {
+  if (precision == "fp32") return Precision::kFp32;
+  if (precision == "bf16") return Precision::kBf16;
+  return CpuHasFastBf16() ? Precision::kBf16 : Precision::kFp32;
+}
+
+DpMode TrainConfig::ResolvedDpMode() const {
+  return dp_mode == "allreduce" ? DpMode::kAllReduce : DpMode::kZero1;
+}
+
+json TrainConfigToJson(const TrainConfig& c) {
+  return {
+      {"run_dir", c.run_dir},
+      {"seed", c.seed},
+      {"steps", c.steps},
+      {"precision", c.precision},
+      {"threads", c.threads},
+      {"model", nn::GptConfigToJson(c.model)},
+      {"data", {{"source", c.data_source}, {"path", c.data_path}, {"val_fraction", c.val_fraction}}},
+      {"batch", {{"global", c.global_batch}, {"micro", c.micro_batch}}},
+      {"optim",
+       {{"lr", c.optim.lr},
+        {"min_lr", c.optim.min_lr},
+        {"warmup_steps", c.optim.warmup_steps},
+        {"weight_decay", c.optim.weight_decay},
+        {"beta1", c.optim.beta1},
+        {"beta2", c.optim.beta2},
+        {"eps", c.optim.eps},
+        {"grad_clip", c.optim.grad_clip}}},
+      {"dist", {{"mode", c.dp_mode}, {"bucket_mb", c.bucket_mb}, {"overlap", c.overlap}}},
+      {"eval", {{"every", c.eval_every}, {"batches", c.eval_batches}}},
+      {"log", {{"every", c.log_every}}},
+      {"sample",
+       {{"tokens", c.sample_tokens},
+        {"prompt", c.sample_prompt},
+        {"temperature", c.sample_temperature},
+        {"top_k", c.sample_top_k}}},
+      {"init", {{"export", c.init_export}}},
+  };
+}
+
+json TrainConfigDefaults() { return TrainConfigToJson(TrainConfig{}); }
+
+namespace {
+
+Status Check(bool ok, const std::string& key, const std::string& why) {
+  return ok ? OkStatus() : InvalidArgumentError("config key '" + key + "': " + why);
+}
+
+Status OneOf(const std::string& value, std::initializer_list<const char*> allowed,
+             const std::string& key) {
+  std::string list;
+  for (const char* a : allowed) {
+    if (value == a) return OkStatus();
+    list += (list.empty() ? "" : ", ") + std::string(a);
+  }
+  return InvalidArgumentError("config key '" + key + "': '" + value + "' is not one of " + list);
+}
+
+Status Validate(const TrainConfig& c, int world) {
+  LOOM_RETURN_IF_ERROR(c.model.Validate());
+  LOOM_RETURN_IF_ERROR(Check(c.steps >= 1, "steps", "must be >= 1"));
+  LOOM_RETURN_IF_ERROR(OneOf(c.precision, {"auto", "bf16", "fp32"}, "precision"));
+  LOOM_RETURN_IF_ERROR(Check(c.threads >= 0, "threads", "must be >= 0"));
+  LOOM_RETURN_IF_ERROR(OneOf(c.data_source, {"bible", "file"}, "data.source"));
+  LOOM_RETURN_IF_ERROR(Check(c.data_source != "file" || !c.data_path.empty(), "data.path",
+                             "must name a text file when data.source=file"));
+  LOOM_RETURN_IF_ERROR(Check(c.val_fraction > 0 && c.val_fraction < 0.5, "data.val_fraction",
+                             "must be in (0, 0.5)"));
+  LOOM_RETURN_IF_ERROR(Check(c.micro_batch >= 1, "batch.micro", "must be >= 1"));
+  LOOM_RETURN_IF_ERROR(Check(c.global_batch >= 1, "batch.global", "must be >= 1"));
+  if (c.global_batch % (c.micro_batch * world) != 0) {
+    return InvalidArgumentError(
+        "config key 'batch.global': " + std::to_string(c.global_batch) +
+        " sequences cannot be split over " + std::to_string(world) + " ranks x batch.micro " +
+        std::to_string(c.micro_batch) + " (it must be a multiple of " +
+        std::to_string(c.micro_batch * world) + ")");
+  }
+  LOOM_RETURN_IF_ERROR(Check(c.optim.lr > 0, "optim.lr", "must be > 0"));
+  LOOM_RETURN_IF_ERROR(
+      Check(c.optim.min_lr >= 0 && c.optim.min_lr <= c.optim.lr, "optim.min_lr", "must be in [0, lr]"));
+  LOOM_RETURN_IF_ERROR(Check(c.optim.warmup_steps >= 0, "optim.warmup_steps", "must be >= 0"));
+  LOOM_RETURN_IF_ERROR(Check(c.optim.beta1 >= 0 && c.optim.beta1 < 1, "optim.beta1", "must be in [0, 1)"));
+  LOOM_RETURN_IF_ERROR(Check(c.optim.beta2 >= 0 && c.optim.beta2 < 1, "optim.beta2", "must be in [0, 1)"));
+  LOOM_RETURN_IF_ERROR(Check(c.optim.eps > 0, "optim.eps", "must be > 0"));
+  LOOM_RETURN_IF_ERROR(Check(c.optim.weight_decay >= 0, "optim.weight_decay", "must be >= 0"));
+  LOOM_RETURN_IF_ERROR(Check(c.optim.grad_clip >= 0, "optim.grad_clip", "must be >= 0"));
+  LOOM_RETURN_IF_ERROR(OneOf(c.dp_mode, {"zero1", "allreduce"}, "dist.mode"));
+  LOOM_RETURN_IF_ERROR(Check(c.bucket_mb > 0, "dist.bucket_mb", "must be > 0"));
+  LOOM_RETURN_IF_ERROR(Check(c.eval_every >= 0, "eval.every", "must be >= 0 (0 disables eval)"));
+  LOOM_RETURN_IF_ERROR(Check(c.eval_batches >= 1, "eval.batches", "must be >= 1"));
+  LOOM_RETURN_IF_ERROR(Check(c.log_every >= 1, "log.every", "must be >= 1"));
+  LOOM_RETURN_IF_ERROR(Check(c.sample_tokens >= 0, "sample.tokens", "must be >= 0"));
+  LOOM_RETURN_IF_ERROR(Check(!c.sample_prompt.empty(), "sample.prompt", "must not be empty"));
+  return OkStatus();
+}
+
+}  // namespace
+
+Result<TrainConfig> ResolveTrainConfig(const json* file, const std::vector<std::string>& overrides,
+                                       int world_size) {
+  json j = TrainConfigDefaults();
+  if (file != nullptr) LOOM_RETURN_IF_ERROR(MergeStrict(&j, *file, "config file"));
+  for (const std::string& o : overrides) LOOM_RETURN_IF_ERROR(ApplyOverride(&j, o));
+  TrainConfig c;
+  try {
+    c.run_dir = j["run_dir"];
+    c.seed = j["seed"];
+    c.steps = j["steps"];
+    c.precision = j["precision"];
+    c.threads = j["threads"];
+    LOOM_ASSIGN_OR_RETURN(c.model, nn::GptConfigFromJson(j["model"]));
+    c.data_source = j["data"]["source"];
+    c.data_path = j["data"]["path"];
+    c.val_fraction = j["data"]["val_fraction"];
+    c.global_batch = j["batch"]["global"];
+    c.micro_batch = j["batch"]["micro"];
+    const json& o = j["optim"];
+    c.optim = {o["lr"], o["min_lr"], o["warmup_steps"], o["weight_decay"],
+               o["beta1"], o["beta2"], o["eps"], o["grad_clip"]};
+    c.dp_mode = j["dist"]["mode"];
+    c.bucket_mb = j["dist"]["bucket_mb"];
+    c.overlap = j["dist"]["overlap"];
+    c.eval_every = j["eval"]["every"];
+    c.eval_batches = j["eval"]["batches"];
+    c.log_every = j["log"]["every"];
+    c.sample_tokens = j["sample"]["tokens"];
+    c.sample_prompt = j["sample"]["prompt"];
+    c.sample_temperature = j["sample"]["temperature"];
+    c.sample_top_k = j["sample"]["top_k"];
+    c.init_export = j["init"]["export"];
+  } catch (const json::exception& e) {
+    return InvalidArgumentError(std::string("config: ") + e.what());
+  }
+  LOOM_RETURN_IF_ERROR(Validate(c, world_size));
+  return c;
+}
+
+}  // namespace loom::train

@@ -1,0 +1,79 @@
+// TrainConfig: every setting of `loom train`, as JSON with defaults for every key.
+//
+// Sources, in order: the defaults below, an optional JSON file (--config), then dotted
+// `key=value` overrides. Unknown keys, wrong types and inconsistent values are errors that name
+// the key. The resolved config is printed once at start and written to the run directory.
+//
+//   LOOM_ASSIGN_OR_RETURN(TrainConfig cfg, ResolveTrainConfig(file_json, {"steps=50"}, world));
+//
+// Thread-safety: value type.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "loom/base/status.h"
+#include "loom/nn/gpt_config.h"
+
+namespace loom::train {
+
+enum class Precision { kFp32, kBf16 };
+enum class DpMode { kZero1, kAllReduce };
+
+struct OptimConfig {
+  double lr = 1e-3;
+  double min_lr = 1e-4;
+  int64_t warmup_steps = 20;
+  double weight_decay = 0.1;
+  double beta1 = 0.9;
+  double beta2 = 0.95;
+  double eps = 1e-8;
+  double grad_clip = 1.0;  // max global L2 norm; 0 disables clipping
+};
+
+struct TrainConfig {
+  std::string run_dir;  // empty: runs/<timestamp>
+  uint64_t seed = 1234;
+  int64_t steps = 200;
+  std::string precision = "auto";  // auto | bf16 | fp32
+  int64_t threads = 0;             // compute threads per rank; 0: cores / local ranks
+  nn::GptConfig model;
+  std::string data_source = "bible";  // bible | file
+  std::string data_path;              // for data.source=file
+  double val_fraction = 0.05;
+  int64_t global_batch = 16;  // sequences per optimizer step, all ranks together
+  int64_t micro_batch = 8;    // sequences per forward/backward on one rank
+  OptimConfig optim;
+  std::string dp_mode = "zero1";  // zero1 | allreduce
+  double bucket_mb = 4.0;
+  bool overlap = true;            // reduce buckets while backward runs
+  int64_t eval_every = 50;
+  int64_t eval_batches = 4;
+  int64_t log_every = 10;
+  int64_t sample_tokens = 200;
+  std::string sample_prompt = "And God said";
+  double sample_temperature = 0.8;
+  int64_t sample_top_k = 40;
+  std::string init_export;  // write the initial weights here (safetensors) before training
+
+  // Derived.
+  Precision ResolvedPrecision() const;
+  DpMode ResolvedDpMode() const;
+  int64_t AccumulationSteps(int world_size) const {
+    return global_batch / (micro_batch * world_size);
+  }
+};
+
+nlohmann::json TrainConfigDefaults();
+nlohmann::json TrainConfigToJson(const TrainConfig& c);
+// Defaults <- file (may be null) <- overrides, then validated for `world_size` ranks.
+Result<TrainConfig> ResolveTrainConfig(const nlohmann::json* file,
+                                       const std::vector<std::string>& overrides,
+                                       int world_size);
+// True when this CPU runs bf16 GEMMs natively (AVX512-BF16 or AMX), which makes bf16 the
+// default precision.
+bool CpuHasFastBf16();
+
+}  // namespace loom::train

@@ -1,0 +1,71 @@
+#include "loom/train/train_config.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+namespace loom::train {
+namespace {
+
+TEST(TrainConfigTest, DefaultsResolveAndOverridesApply) {
+  auto c = ResolveTrainConfig(nullptr, {"steps=7", "model.n_layers=2", "optim.lr=3e-4",
+                                        "data.source=file", "data.path=/tmp/x.txt"},
+                              2);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->steps, 7);
+  EXPECT_EQ(c->model.n_layers, 2);
+  EXPECT_DOUBLE_EQ(c->optim.lr, 3e-4);
+  EXPECT_EQ(c->AccumulationSteps(2), 1);
+  EXPECT_EQ(c->data_path, "/tmp/x.txt");
+  // Round trip through JSON gives the same config.
+  nlohmann::json j = TrainConfigToJson(*c);
+  auto again = ResolveTrainConfig(&j, {}, 2);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(TrainConfigToJson(*again), j);
+}
+
+TEST(TrainConfigTest, FileThenOverrides) {
+  nlohmann::json file = nlohmann::json::parse(R"({"steps": 20, "batch": {"global": 32}})");
+  auto c = ResolveTrainConfig(&file, {"steps=30"}, 2);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->steps, 30);
+  EXPECT_EQ(c->global_batch, 32);
+  EXPECT_EQ(c->AccumulationSteps(2), 2);
+}
+
+TEST(TrainConfigTest, WorldSizeThatDoesNotDivideTheBatchIsNamed) {
+  auto c = ResolveTrainConfig(nullptr, {"batch.global=16", "batch.micro=8"}, 3);
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("batch.global"), std::string::npos) << c.status().message();
+  EXPECT_NE(c.status().message().find("3 ranks"), std::string::npos) << c.status().message();
+}
+
+TEST(TrainConfigTest, BadValuesNameTheKey) {
+  struct Case {
+    std::vector<std::string> overrides;
+    std::string expect;
+  } cases[] = {
+      {{"precision=fp16"}, "'precision': 'fp16' is not one of auto, bf16, fp32"},
+      {{"dist.mode=zero3"}, "dist.mode"},
+      {{"stepz=3"}, "unknown key 'stepz' (did you mean 'steps'?)"},
+      {{"steps=0"}, "'steps': must be >= 1"},
+      {{"model.d_model=100"}, "model.d_model (100) must be divisible by n_heads (6)"},
+      {{"data.source=file"}, "data.path"},
+      {{"optim.min_lr=1"}, "optim.min_lr"},
+      {{"steps=ten"}, "expected an integer"},
+  };
+  for (const Case& k : cases) {
+    auto c = ResolveTrainConfig(nullptr, k.overrides, 2);
+    ASSERT_FALSE(c.ok()) << k.overrides[0];
+    EXPECT_NE(c.status().message().find(k.expect), std::string::npos)
+        << k.overrides[0] << " -> " << c.status().message();
+  }
+  nlohmann::json file = nlohmann::json::parse(R"({"optim": {"learning_rate": 1}})");
+  auto f = ResolveTrainConfig(&file, {}, 1);
+  EXPECT_NE(f.status().message().find("config file: unknown key 'optim.learning_rate'"),
+            std::string::npos)
+      << f.status().message();
+}
+
+}  // namespace
+}  // namespace loom::train

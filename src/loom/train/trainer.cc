@@ -1,0 +1,315 @@
+#include "loom/train/trainer.h"
+
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <ctime>
+#include <ostream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "loom/base/clock.h"
+#include "loom/base/logging.h"
+#include "loom/nn/byte_tokenizer.h"
+#include "loom/nn/gpt.h"
+#include "loom/nn/gpt_generate.h"
+#include "loom/nn/gpt_init.h"
+#include "loom/nn/safetensors_io.h"
+#include "loom/train/dp_optimizer.h"
+#include "loom/train/gemm_peak_torch.h"
+#include "loom/train/grad_ready_hooks_torch.h"
+#include "loom/train/grad_reducer.h"
+#include "loom/train/lr_schedule.h"
+#include "loom/train/mfu.h"
+#include "loom/train/progress.h"
+#include "loom/train/run_report.h"
+#include "loom/train/text_dataset.h"
+
+namespace loom::train {
+namespace {
+
+std::string DefaultRunDir() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm;
+  localtime_r(&t, &tm);
+  char buf[64];
+  std::strftime(buf, sizeof(buf), "runs/train-%Y%m%d-%H%M%S", &tm);
+  return buf;
+}
+
+at::Tensor AsTensor(std::vector<int64_t>& v, int64_t b, int64_t t) {
+  return at::from_blob(v.data(), {b, t}, at::TensorOptions().dtype(at::kLong));
+}
+
+// Everything one rank holds while training.
+struct Run {
+  Run(const TrainConfig& c, comm::Communicator& cm, const comm::WorldInfo& w, std::ostream& o)
+      : cfg(c), comm(cm), world(w), out(o), leader(cm.rank() == 0) {}
+  const TrainConfig& cfg;
+  comm::Communicator& comm;
+  const comm::WorldInfo& world;
+  std::ostream& out;
+  bool leader;
+  int64_t accum = 1;
+  int64_t seq_len = 0;
+  at::ScalarType dtype = at::kFloat;
+  std::unique_ptr<nn::Gpt> model;
+  at::Tensor master;     // fp32 master weights (the model's own buffer in fp32)
+  at::Tensor grad_fp32;  // fp32 gradients (the model's own buffer in fp32)
+  std::unique_ptr<TextDataset> data;
+  double peak = 0;
+  double flops_per_token = 0;
+};
+
+Status SetUpThreads(const TrainConfig& cfg, const comm::WorldInfo& world, int* threads) {
+  unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  *threads = cfg.threads > 0 ? static_cast<int>(cfg.threads)
+                             : std::max(1, static_cast<int>(cores) / world.local_world_size);
+  at::set_num_threads(*threads);
+  return OkStatus();
+}
+
+Result<double> AgreeOnPeak(Run& r, int threads) {
+  // One rank measures while the others wait, so the measurement has the machine to itself.
+  double peak = 0;
+  std::string source;
+  if (r.comm.rank() == 0) {
+    LOOM_ASSIGN_OR_RETURN(GemmPeak p, MeasureGemmPeak(r.dtype, threads));
+    peak = p.flops;
+    source = p.source;
+  }
+  LOOM_RETURN_IF_ERROR(r.comm.Broadcast(TensorView::Of(&peak, 1), 0).WithContext("GEMM peak"));
+  if (r.leader) {
+    char buf[160];
+    std::snprintf(buf, sizeof(buf), "GEMM peak: %.1f GFLOP/s per rank (%s, %d thread%s, %s)\n",
+                  peak / 1e9, at::toString(r.dtype), threads, threads == 1 ? "" : "s",
+                  source.c_str());
+    r.out << buf << MfuConvention() << "\n" << std::flush;
+  }
+  return peak;
+}
+
+Result<double> Evaluate(Run& r) {
+  at::NoGradGuard no_grad;
+  double sums[2] = {0, 0};  // loss sum, batches
+  const int64_t n = r.cfg.eval_batches;
+  for (int64_t i = r.comm.rank(); i < n; i += r.comm.size()) {
+    TokenBatch b = r.data->ValBatch(i, n, r.cfg.micro_batch, r.seq_len);
+    sums[0] += r.model->Loss(AsTensor(b.tokens, b.batch, b.seq_len),
+                             AsTensor(b.targets, b.batch, b.seq_len))
+                   .item<double>();
+    sums[1] += 1;
+  }
+  LOOM_RETURN_IF_ERROR(
+      r.comm.AllReduce(TensorView::Of(sums, 2), comm::ReduceOp::kSum).WithContext("eval loss"));
+  return sums[0] / std::max(1.0, sums[1]);
+}
+
+}  // namespace
+
+Result<TrainSummary> RunTraining(const TrainConfig& cfg, comm::Communicator& comm,
+                                 const comm::WorldInfo& world, CheckpointHook* hook,
+                                 std::ostream& out) {
+  Run r(cfg, comm, world, out);
+  r.accum = cfg.AccumulationSteps(comm.size());
+  r.seq_len = cfg.model.context_length;
+  r.dtype = cfg.ResolvedPrecision() == Precision::kBf16 ? at::kBFloat16 : at::kFloat;
+  int threads = 1;
+  LOOM_RETURN_IF_ERROR(SetUpThreads(cfg, world, &threads));
+
+  LOOM_ASSIGN_OR_RETURN(TextDataset data, TextDataset::Load(cfg.data_source, cfg.data_path,
+                                                             cfg.val_fraction));
+  if (data.train_size() < 2 * (r.seq_len + 1) || data.val_size() < r.seq_len + 2) {
+    return InvalidArgumentError("data: " + data.description() +
+                                " is too small for context_length " + std::to_string(r.seq_len));
+  }
+  r.data = std::make_unique<TextDataset>(std::move(data));
+
+  nn::LayoutOptions layout_opts{
+      .bucket_elems = static_cast<int64_t>(cfg.bucket_mb * (1 << 20) / 4),
+      .pad = static_cast<int64_t>(comm.size()) * nn::FlatLayout::kAlignElems};
+  r.model = std::make_unique<nn::Gpt>(cfg.model, r.dtype, layout_opts);
+  const nn::FlatLayout& layout = r.model->layout();
+  const int64_t n_flat = layout.total_elements();
+  if (r.dtype == at::kFloat) {
+    r.master = r.model->weights();
+    r.grad_fp32 = r.model->grads();
+  } else {
+    r.master = at::empty({n_flat}, at::kFloat);
+    r.grad_fp32 = at::zeros({n_flat}, at::kFloat);
+  }
+  float* master = r.master.data_ptr<float>();
+  float* grads = r.grad_fp32.data_ptr<float>();
+  nn::InitGptWeights(cfg.model, layout, cfg.seed, master);
+  // Every rank initialises identically; the broadcast makes that a guarantee, not an assumption.
+  LOOM_RETURN_IF_ERROR(comm.Broadcast(TensorView::Of(master, n_flat), 0).WithContext("init"));
+  TrainState state{0, master, n_flat};
+  int64_t start_step = 0;
+  if (hook != nullptr) {
+    LOOM_ASSIGN_OR_RETURN(start_step, hook->Restore(state));
+  }
+  r.model->LoadWeights(master);
+  if (r.leader && !cfg.init_export.empty()) {
+    LOOM_RETURN_IF_ERROR(nn::WriteSafetensors(cfg.init_export, layout, master,
+                                              {{"format", "pt"}, {"producer", "loom train"}})
+                             .WithContext("init.export"));
+  }
+
+  LOOM_ASSIGN_OR_RETURN(r.peak, AgreeOnPeak(r, threads));
+  r.flops_per_token = FlopsPerToken(cfg.model, r.seq_len);
+
+  std::optional<RunWriter> writer;
+  std::string run_dir = cfg.run_dir.empty() ? DefaultRunDir() : cfg.run_dir;
+  if (r.leader) {
+    LOOM_ASSIGN_OR_RETURN(RunWriter w, RunWriter::Open(run_dir));
+    nlohmann::json resolved = TrainConfigToJson(cfg);
+    resolved["run_dir"] = run_dir;
+    LOOM_RETURN_IF_ERROR(w.WriteConfig(resolved));
+    writer = std::move(w);
+    char buf[512];
+    std::snprintf(buf, sizeof(buf),
+                  "model: %lld non-embedding params (%lld total), %lld layers, d_model %lld, "
+                  "context %lld | %s | %d ranks x %lld micro x %lld accum = %lld seqs/step | "
+                  "%s, %s, %zu buckets\n",
+                  (long long)cfg.model.NonEmbeddingParams(), (long long)cfg.model.TotalParams(),
+                  (long long)cfg.model.n_layers, (long long)cfg.model.d_model,
+                  (long long)r.seq_len, at::toString(r.dtype), comm.size(),
+                  (long long)cfg.micro_batch, (long long)r.accum, (long long)cfg.global_batch,
+                  cfg.dp_mode.c_str(), cfg.overlap ? "overlapped" : "not overlapped",
+                  layout.buckets().size());
+    out << "data: " << r.data->description() << "\n" << buf << std::flush;
+  }
+
+  const uint16_t* grad_bf16 =
+      r.dtype == at::kBFloat16 ? reinterpret_cast<const uint16_t*>(r.model->grads().data_ptr())
+                               : nullptr;
+  GradReducer reducer(&comm, &layout, grads, grad_bf16,
+                      {.mode = cfg.ResolvedDpMode(), .overlap = cfg.overlap});
+  GradReadyHooks hooks(r.model->params(), [&reducer](int i) { reducer.OnParamReady(i); });
+  DataParallelOptimizer opt(&comm, &layout, master, grads, cfg.ResolvedDpMode(), cfg.optim);
+
+  TrainSummary summary;
+  summary.run_dir = run_dir;
+  summary.peak_flops = r.peak;
+  Progress progress(cfg.steps, start_step);
+  const double tokens_per_step = static_cast<double>(cfg.global_batch * r.seq_len);
+  std::vector<double> step_tps;
+  double window_loss = 0, window_exposed = 0;
+  int64_t window_steps = 0;
+  Stopwatch total, window;
+  for (int64_t step = start_step; step < cfg.steps; ++step) {
+    Stopwatch step_timer;
+    const double lr = LearningRate(step, cfg.steps, cfg.optim.warmup_steps, cfg.optim.lr,
+                                   cfg.optim.min_lr);
+    {
+      at::NoGradGuard ng;
+      r.grad_fp32.zero_();
+      if (r.dtype != at::kFloat) r.model->ZeroGrads();
+    }
+    double step_loss = 0;
+    for (int64_t m = 0; m < r.accum; ++m) {
+      TokenBatch b = r.data->TrainBatch(cfg.seed, step, comm.rank(), comm.size(), r.accum, m,
+                                        cfg.micro_batch, r.seq_len);
+      reducer.BeginMicroStep(m == r.accum - 1);
+      at::Tensor loss = r.model->Loss(AsTensor(b.tokens, b.batch, b.seq_len),
+                                      AsTensor(b.targets, b.batch, b.seq_len));
+      (loss / static_cast<double>(r.accum)).backward();
+      step_loss += loss.item<double>() / r.accum;
+      if (r.dtype != at::kFloat && m < r.accum - 1) {
+        // Accumulate micro-steps in fp32, not in the bf16 gradient buffer.
+        AccumulateBf16Into(grads, grad_bf16, n_flat);
+        r.model->ZeroGrads();
+      }
+    }
+    LOOM_RETURN_IF_ERROR(reducer.FinishStep().WithContext("step " + std::to_string(step)));
+    LOOM_ASSIGN_OR_RETURN(auto res, opt.Step(lr, step + 1));
+    if (r.dtype != at::kFloat) r.model->LoadWeights(master);
+    state.step = step + 1;
+    if (hook != nullptr) LOOM_RETURN_IF_ERROR(hook->AfterStep(state));
+
+    const double secs = step_timer.Seconds();
+    if (step - start_step >= 3) step_tps.push_back(tokens_per_step / secs);
+    window_loss += step_loss;
+    window_exposed += reducer.last_exposed_seconds();
+    ++window_steps;
+    const bool last = step + 1 == cfg.steps;
+    const bool do_eval = last || (cfg.eval_every > 0 && (step + 1) % cfg.eval_every == 0);
+    if ((step + 1) % cfg.log_every != 0 && !do_eval) continue;
+
+    // The mean loss over ranks and the logged window.
+    double lw[2] = {window_loss, static_cast<double>(window_steps)};
+    LOOM_RETURN_IF_ERROR(comm.AllReduce(TensorView::Of(lw, 2), comm::ReduceOp::kSum)
+                             .WithContext("loss logging"));
+    MetricRow row;
+    row.step = step + 1;
+    row.loss = lw[0] / lw[1];
+    row.tokens_per_s = tokens_per_step * window_steps / window.Seconds();
+    row.mfu = Mfu(row.tokens_per_s, r.flops_per_token, comm.size(), r.peak);
+    row.lr = lr;
+    row.grad_norm = res.grad_norm;
+    row.exposed_comm_s = window_exposed / window_steps;
+    if (do_eval) {
+      LOOM_ASSIGN_OR_RETURN(row.eval_loss, Evaluate(r));
+    }
+    row.elapsed_s = total.Seconds();
+    if (summary.steps == 0) summary.first_loss = row.loss;
+    summary.steps = step + 1;
+    summary.final_loss = row.loss;
+    if (row.eval_loss) summary.final_eval_loss = *row.eval_loss;
+    if (r.leader) {
+      LOOM_RETURN_IF_ERROR(writer->Append(row));
+      out << progress.Line(row) << std::flush;
+    }
+    window_loss = window_exposed = 0;
+    window_steps = 0;
+    window.Reset();
+  }
+
+  if (!step_tps.empty()) {
+    std::sort(step_tps.begin(), step_tps.end());
+    summary.tokens_per_s = step_tps[step_tps.size() / 2];
+  } else if (!writer || writer->rows().empty()) {
+    summary.tokens_per_s = 0;
+  }
+  summary.mfu = Mfu(summary.tokens_per_s, r.flops_per_token, comm.size(), r.peak);
+  if (r.leader) {
+    if (cfg.sample_tokens > 0) {
+      auto ids = nn::Generate(*r.model, nn::ByteTokenizer::Encode(cfg.sample_prompt),
+                              {.max_new_tokens = cfg.sample_tokens,
+                               .temperature = cfg.sample_temperature,
+                               .top_k = cfg.sample_top_k,
+                               .seed = cfg.seed});
+      summary.sample = cfg.sample_prompt + nn::ByteTokenizer::DecodePrintable(ids);
+      out << "\nsample (" << cfg.sample_tokens << " bytes after \"" << cfg.sample_prompt
+          << "\"):\n" << summary.sample << "\n\n";
+    }
+    char v[64];
+    std::vector<std::pair<std::string, std::string>> facts;
+    facts.push_back({"data", r.data->description()});
+    facts.push_back({"model", std::to_string(cfg.model.NonEmbeddingParams()) +
+                                  " non-embedding parameters, " +
+                                  std::to_string(cfg.model.n_layers) + " layers, d_model " +
+                                  std::to_string(cfg.model.d_model)});
+    facts.push_back({"training", std::to_string(comm.size()) + " ranks, " + cfg.dp_mode + ", " +
+                                     at::toString(r.dtype) + ", " + std::to_string(summary.steps) +
+                                     " steps of " + std::to_string(cfg.global_batch) + " x " +
+                                     std::to_string(r.seq_len) + " tokens"});
+    std::snprintf(v, sizeof(v), "%.4f -> %.4f (eval %.4f)", summary.first_loss,
+                  summary.final_loss, summary.final_eval_loss);
+    facts.push_back({"loss", v});
+    std::snprintf(v, sizeof(v), "%.0f tokens/s (median), MFU %.1f%%", summary.tokens_per_s,
+                  100 * summary.mfu);
+    facts.push_back({"throughput", v});
+    std::snprintf(v, sizeof(v), "%.1f GFLOP/s per rank", r.peak / 1e9);
+    facts.push_back({"GEMM peak", v});
+    facts.push_back({"MFU convention", MfuConvention()});
+    LOOM_RETURN_IF_ERROR(writer->WriteReport("loom train: " + run_dir, facts, summary.sample));
+    out << "run directory: " << run_dir << " (config.json, metrics.jsonl, report.html)\n"
+        << std::flush;
+  }
+  return summary;
+}
+
+}  // namespace loom::train
