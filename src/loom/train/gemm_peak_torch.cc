@@ -1,6 +1,7 @@
 #include "loom/train/gemm_peak_torch.h"
 
 #include <ATen/Parallel.h>
+#include <dlfcn.h>
 
 #include <nlohmann/json.hpp>
 
@@ -29,6 +30,21 @@ std::string CacheFile() {
   return dir + "/gemm_peak.json";
 }
 
+// libtorch's thread setting governs OpenMP (oneDNN) but not OpenBLAS, which reads
+// OPENBLAS_NUM_THREADS once at load time; set it explicitly when OpenBLAS is the BLAS.
+void SetBlasThreads(int threads) {
+  using SetFn = void (*)(int);
+  if (auto fn = reinterpret_cast<SetFn>(::dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) {
+    fn(threads);
+  }
+}
+
+int GetBlasThreads() {
+  using GetFn = int (*)();
+  auto fn = reinterpret_cast<GetFn>(::dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
+  return fn ? fn() : 0;
+}
+
 double Measure(at::ScalarType dtype) {
   double best = 0;
   at::manual_seed(0);
@@ -49,7 +65,7 @@ double Measure(at::ScalarType dtype) {
 
 Result<GemmPeak> MeasureGemmPeak(at::ScalarType dtype, int threads, bool use_cache) {
   GemmPeak p;
-  p.key = CpuModel() + "|" + std::string(at::toString(dtype)) + "|threads=" +
+  p.key = CpuModel() + "|" + std::string(at::toString(dtype)) + "|blas-threads=" +
           std::to_string(threads) + "|torch=" + TORCH_VERSION;
   const std::string file = CacheFile();
   nlohmann::json cache = nlohmann::json::object();
@@ -66,9 +82,12 @@ Result<GemmPeak> MeasureGemmPeak(at::ScalarType dtype, int threads, bool use_cac
     return p;
   }
   int saved = at::get_num_threads();
+  int saved_blas = GetBlasThreads();
   at::set_num_threads(threads);
+  SetBlasThreads(threads);
   p.flops = Measure(dtype);
   at::set_num_threads(saved);
+  if (saved_blas > 0) SetBlasThreads(saved_blas);
   p.source = "measured";
   cache[p.key] = p.flops;
   if (MakeDirs(file.substr(0, file.rfind('/'))).ok()) {

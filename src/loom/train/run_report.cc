@@ -15,7 +15,9 @@ nlohmann::json MetricRowToJson(const MetricRow& r) {
                       {"lr", r.lr},
                       {"grad_norm", r.grad_norm},
                       {"elapsed_s", r.elapsed_s},
-                      {"exposed_comm_s", r.exposed_comm_s}};
+                      {"fwd_bwd_s", r.fwd_bwd_s},
+                      {"exposed_comm_s", r.exposed_comm_s},
+                      {"optim_s", r.optim_s}};
   if (r.eval_loss) j["eval_loss"] = *r.eval_loss;
   return j;
 }

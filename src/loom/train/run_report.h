@@ -22,7 +22,9 @@ struct MetricRow {
   double lr = 0;
   double grad_norm = 0;
   double elapsed_s = 0;
+  double fwd_bwd_s = 0;       // forward + backward per step (window mean)
   double exposed_comm_s = 0;  // gradient-reduction time not hidden behind backward
+  double optim_s = 0;         // optimizer step incl. parameter all-gather and bf16 refresh
   std::optional<double> eval_loss;
 };
 

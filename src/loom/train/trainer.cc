@@ -196,7 +196,7 @@ Result<TrainSummary> RunTraining(const TrainConfig& cfg, comm::Communicator& com
   Progress progress(cfg.steps, start_step);
   const double tokens_per_step = static_cast<double>(cfg.global_batch * r.seq_len);
   std::vector<double> step_tps;
-  double window_loss = 0, window_exposed = 0;
+  double window_loss = 0, window_exposed = 0, window_fwd_bwd = 0, window_optim = 0;
   int64_t window_steps = 0;
   Stopwatch total, window;
   for (int64_t step = start_step; step < cfg.steps; ++step) {
@@ -209,6 +209,7 @@ Result<TrainSummary> RunTraining(const TrainConfig& cfg, comm::Communicator& com
       if (r.dtype != at::kFloat) r.model->ZeroGrads();
     }
     double step_loss = 0;
+    Stopwatch phase;
     for (int64_t m = 0; m < r.accum; ++m) {
       TokenBatch b = r.data->TrainBatch(cfg.seed, step, comm.rank(), comm.size(), r.accum, m,
                                         cfg.micro_batch, r.seq_len);
@@ -223,9 +224,12 @@ Result<TrainSummary> RunTraining(const TrainConfig& cfg, comm::Communicator& com
         r.model->ZeroGrads();
       }
     }
+    window_fwd_bwd += phase.Seconds();
     LOOM_RETURN_IF_ERROR(reducer.FinishStep().WithContext("step " + std::to_string(step)));
+    phase.Reset();
     LOOM_ASSIGN_OR_RETURN(auto res, opt.Step(lr, step + 1));
     if (r.dtype != at::kFloat) r.model->LoadWeights(master);
+    window_optim += phase.Seconds();
     state.step = step + 1;
     if (hook != nullptr) LOOM_RETURN_IF_ERROR(hook->AfterStep(state));
 
@@ -250,6 +254,8 @@ Result<TrainSummary> RunTraining(const TrainConfig& cfg, comm::Communicator& com
     row.lr = lr;
     row.grad_norm = res.grad_norm;
     row.exposed_comm_s = window_exposed / window_steps;
+    row.fwd_bwd_s = window_fwd_bwd / window_steps;
+    row.optim_s = window_optim / window_steps;
     if (do_eval) {
       LOOM_ASSIGN_OR_RETURN(row.eval_loss, Evaluate(r));
     }
@@ -262,7 +268,7 @@ Result<TrainSummary> RunTraining(const TrainConfig& cfg, comm::Communicator& com
       LOOM_RETURN_IF_ERROR(writer->Append(row));
       out << progress.Line(row) << std::flush;
     }
-    window_loss = window_exposed = 0;
+    window_loss = window_exposed = window_fwd_bwd = window_optim = 0;
     window_steps = 0;
     window.Reset();
   }

@@ -1,0 +1,73 @@
+#include "loom/cli/bench_report.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <thread>
+
+#include "loom/base/file_util.h"
+
+namespace loom::cli {
+
+Stats Summarize(std::vector<double> v) {
+  Stats s;
+  s.n = v.size();
+  if (v.empty()) return s;
+  std::sort(v.begin(), v.end());
+  auto at = [&](double q) {
+    double pos = q * static_cast<double>(v.size() - 1);
+    size_t lo = static_cast<size_t>(pos);
+    size_t hi = std::min(lo + 1, v.size() - 1);
+    return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
+  };
+  s.median = at(0.5);
+  s.p10 = at(0.1);
+  s.p90 = at(0.9);
+  return s;
+}
+
+nlohmann::json HostInfo() {
+  char host[256] = "?";
+  ::gethostname(host, sizeof(host) - 1);
+  std::string cpu = "?";
+  if (auto info = ReadFileToString("/proc/cpuinfo"); info.ok()) {
+    size_t p = info->find("model name");
+    if (p != std::string::npos) {
+      size_t c = info->find(':', p), nl = info->find('\n', p);
+      cpu = info->substr(c + 2, nl - c - 2);
+    }
+  }
+  double load = 0;
+  if (auto l = ReadFileToString("/proc/loadavg"); l.ok()) load = std::atof(l->c_str());
+  return {{"hostname", host},
+          {"cpu", cpu},
+          {"cores", std::thread::hardware_concurrency()},
+          {"loadavg_1m", load},
+          {"commit", LOOM_GIT_COMMIT},
+          {"build_type", LOOM_BUILD_TYPE}};
+}
+
+void PrintBenchHeader(const std::string& name, const nlohmann::json& config) {
+  nlohmann::json h = HostInfo();
+  std::printf("# loom bench %s\n", name.c_str());
+  std::printf("# host %s | %s | %d cores | load %.2f | commit %s | %s build\n",
+              h["hostname"].get<std::string>().c_str(), h["cpu"].get<std::string>().c_str(),
+              h["cores"].get<int>(), h["loadavg_1m"].get<double>(),
+              h["commit"].get<std::string>().c_str(), h["build_type"].get<std::string>().c_str());
+  std::printf("# config %s\n", config.dump().c_str());
+  std::fflush(stdout);
+}
+
+Status WriteBenchJson(const std::string& path, const std::string& name,
+                      const nlohmann::json& config, const nlohmann::json& summary,
+                      const nlohmann::json& results) {
+  nlohmann::json doc = {{"bench", name},
+                        {"host", HostInfo()},
+                        {"config", config},
+                        {"summary", summary},
+                        {"results", results}};
+  return WriteFileAtomic(path, doc.dump(2) + "\n");
+}
+
+}  // namespace loom::cli
