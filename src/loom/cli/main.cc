@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   loom::cli::RegisterEnv(app, &ctx);
   CLI::App* bench = app.add_subcommand("bench", "benchmarks: loom side by side with its peers");
   bench->require_subcommand(1);
+  loom::cli::RegisterBenchCollectives(*bench, &ctx);
   loom::cli::RegisterBenchTrain(*bench, &ctx);
   try {
     app.parse(argc, argv);

@@ -1,6 +1,7 @@
 // Helpers shared by the subcommands that run as ranks (`loom train`, `loom bench ...`).
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -28,6 +29,10 @@ bool UnderLauncher();
 // Runs this binary again as `nproc` local ranks with the same arguments (plus `extra_env`), and
 // returns the exit code to use; failures are reported on stderr prefixed with `who`.
 int RelaunchAsRanks(const std::vector<std::string>& argv, int nproc, const std::string& who);
+
+// Runs a command with this process's stdin/stdout/stderr (plus `env`) and returns its exit code
+// (128 + signal when killed).
+int RunForeground(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env);
 
 // Path of the running executable.
 std::string SelfExe();
