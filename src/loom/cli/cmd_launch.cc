@@ -15,6 +15,7 @@ void RegisterLaunch(CLI::App& app, CliContext* ctx) {
     bool no_prefix = false;
     double timeout_s = 0;
     double grace_s = 5;
+    std::string store;
     std::vector<std::string> command;
   };
   auto args = std::make_shared<Args>();
@@ -24,12 +25,16 @@ void RegisterLaunch(CLI::App& app, CliContext* ctx) {
   cmd->add_flag("--no-prefix", args->no_prefix, "do not prefix output lines with [rank N]");
   cmd->add_option("--timeout", args->timeout_s, "stop all ranks after this many seconds (0: none)");
   cmd->add_option("--grace", args->grace_s, "seconds between SIGTERM and SIGKILL when stopping");
+  cmd->add_option("--store", args->store,
+                  "rendezvous store for the ranks (redis://host:port or file:///dir; default: a "
+                  "fresh temporary file store)");
   cmd->add_option("command", args->command, "command and arguments (after --)")->required();
   cmd->callback([args, ctx] {
     comm::LaunchOptions o;
     o.nproc = args->nproc;
     o.argv = args->command;
     o.torch_env = args->torch_env;
+    o.store_url = args->store;
     o.prefix_output = !args->no_prefix;
     o.timeout = std::chrono::milliseconds(static_cast<int64_t>(args->timeout_s * 1000));
     o.grace = std::chrono::milliseconds(static_cast<int64_t>(args->grace_s * 1000));

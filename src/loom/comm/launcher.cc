@@ -205,7 +205,7 @@ Result<LaunchResult> Launch(const LaunchOptions& options) {
   }
 
   LaunchResult result;
-  std::optional<SteadyClock::time_point> kill_at;
+  std::optional<SteadyClock::time_point> kill_at, term_at;
   std::string stop_reason;
   auto stop_all = [&](int sig, const std::string& why) {
     if (stop_reason.empty()) stop_reason = why;
@@ -234,8 +234,11 @@ Result<LaunchResult> Launch(const LaunchOptions& options) {
       if (!st->ok() && !result.first_failure && stop_reason.empty()) {
         result.first_failure = r;
         result.exit_code = st->ShellCode();
-        stop_all(SIGTERM, "rank " + std::to_string(r) + " failed");
+        term_at = SteadyClock::now() + options.report_window;
       }
+    }
+    if (term_at && SteadyClock::now() >= *term_at && stop_reason.empty()) {
+      stop_all(SIGTERM, "rank " + std::to_string(*result.first_failure) + " failed");
     }
     if (options.timeout.count() > 0 && stop_reason.empty() &&
         SteadyClock::now() - start > options.timeout) {

@@ -9,8 +9,8 @@
 // OPENBLAS_NUM_THREADS / OMP_NUM_THREADS = cores / N unless already set; with `torch_env` also
 // RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT (for PyTorch peers). Every line a rank
 // prints is prefixed with "[rank N] ". SIGINT/SIGTERM/SIGHUP are forwarded to all ranks. When a
-// rank fails, the others get SIGTERM, then SIGKILL after `grace`, and the result names the first
-// rank that failed and how. Ranks die with the launcher (PR_SET_PDEATHSIG).
+// rank fails, the others get `report_window` to exit with their own error, then SIGTERM, then
+// SIGKILL after `grace`; the result names the first rank that failed and how. Ranks die with the launcher (PR_SET_PDEATHSIG).
 // Thread-safety: Launch() blocks the calling thread; run one at a time per process (it installs
 // signal handlers).
 #pragma once
@@ -35,6 +35,9 @@ struct LaunchOptions {
   bool torch_env = false;                  // also set RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT
   bool prefix_output = true;               // "[rank N] " before every line
   std::chrono::milliseconds grace{5000};   // SIGTERM -> SIGKILL delay when stopping ranks
+  // After a rank fails, how long the others may take to notice and exit with their own error
+  // (which usually names the failed peer) before they get SIGTERM.
+  std::chrono::milliseconds report_window{2000};
   std::chrono::milliseconds timeout{0};    // whole-job limit; 0: none
   int stdout_fd = 1;                       // where ranks' prefixed stdout lines go
   int stderr_fd = 2;                       // where ranks' prefixed stderr lines go

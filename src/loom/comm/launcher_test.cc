@@ -55,6 +55,7 @@ TEST(LauncherTest, FailedRankStopsOthersAndIsNamed) {
   LaunchOptions o;
   o.nproc = 3;
   o.grace = std::chrono::milliseconds(500);
+  o.report_window = std::chrono::milliseconds(200);
   o.argv = {"/bin/sh", "-c", "if [ $LOOM_RANK = 1 ]; then sleep 0.2; exit 3; fi; sleep 60"};
   Captured c = RunLaunch(o);
   EXPECT_EQ(c.result.exit_code, 3);
@@ -70,6 +71,7 @@ TEST(LauncherTest, KilledRankReportsSignal) {
   LaunchOptions o;
   o.nproc = 2;
   o.grace = std::chrono::milliseconds(300);
+  o.report_window = std::chrono::milliseconds(100);
   o.argv = {"/bin/sh", "-c", "if [ $LOOM_RANK = 0 ]; then kill -9 $$; fi; sleep 60"};
   Captured c = RunLaunch(o);
   EXPECT_EQ(c.result.exit_code, 128 + 9);
@@ -81,11 +83,27 @@ TEST(LauncherTest, RankIgnoringSigtermIsKilledAfterGrace) {
   LaunchOptions o;
   o.nproc = 2;
   o.grace = std::chrono::milliseconds(300);
+  o.report_window = std::chrono::milliseconds(100);
   o.argv = {"/bin/sh", "-c", "trap '' TERM; if [ $LOOM_RANK = 1 ]; then exit 5; fi; sleep 30"};
   Captured c = RunLaunch(o);
   EXPECT_EQ(c.result.exit_code, 5);
   EXPECT_LT(c.seconds, 10.0);
   EXPECT_EQ(c.result.ranks[0].status.signal, SIGKILL);
+}
+
+TEST(LauncherTest, SurvivorsGetTimeToReportBeforeTheyAreStopped) {
+  LaunchOptions o;
+  o.nproc = 2;
+  o.report_window = std::chrono::milliseconds(3000);
+  // Rank 0 notices rank 1's failure after 0.3 s and exits with its own message.
+  o.argv = {"/bin/sh", "-c",
+            "if [ $LOOM_RANK = 1 ]; then exit 4; fi; sleep 0.3; echo 'peer rank 1 is gone'; exit 1"};
+  Captured c = RunLaunch(o);
+  EXPECT_EQ(c.result.exit_code, 4);
+  EXPECT_EQ(*c.result.first_failure, 1);
+  EXPECT_NE(c.out.find("[rank 0] peer rank 1 is gone"), std::string::npos) << c.out;
+  EXPECT_EQ(c.result.ranks[0].status.code, 1);  // exited on its own, not by SIGTERM
+  EXPECT_LT(c.seconds, 2.5);
 }
 
 TEST(LauncherTest, MissingCommandIs127) {
