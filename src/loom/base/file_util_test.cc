@@ -2,13 +2,16 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <filesystem>
 
 namespace loom {
 namespace {
 
 TEST(FileUtilTest, AtomicWriteReplacesAndLeavesNoTemporary) {
-  std::string dir = ::testing::TempDir() + "/file_util_test";
+  std::string dir = ::testing::TempDir() + "/file_util_test_" + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
   ASSERT_TRUE(MakeDirs(dir).ok());
   std::string path = dir + "/a.json";
   ASSERT_TRUE(WriteFileAtomic(path, "first").ok());
@@ -23,6 +26,7 @@ TEST(FileUtilTest, AtomicWriteReplacesAndLeavesNoTemporary) {
   ASSERT_TRUE(AppendLine(dir + "/log", "x").ok());
   ASSERT_TRUE(AppendLine(dir + "/log", "y").ok());
   EXPECT_EQ(*ReadFileToString(dir + "/log"), "x\ny\n");
+  std::filesystem::remove_all(dir);
 }
 
 TEST(FileUtilTest, MissingFileIsNotFound) {

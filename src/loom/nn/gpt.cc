@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "loom/base/check.h"
+#include "loom/nn/causal_attention.h"
 
 namespace loom::nn {
 
@@ -84,16 +85,20 @@ at::Tensor Gpt::Attention(const Block& b, const at::Tensor& x, int64_t layer, Kv
                           int64_t past) const {
   const int64_t B = x.size(0), T = x.size(1), H = config_.n_heads, Dh = config_.head_dim();
   const int64_t d = config_.d_model;
+  if (cache == nullptr) {
+    // Training and full-sequence forward: the fused kernel (no transposes, causal blocks only).
+    at::Tensor y = CausalAttention(at::linear(x, b.qkv_w, b.qkv_b), H, config_.sliding_window);
+    return at::linear(y, b.proj_w, b.proj_b);
+  }
+  // Incremental decoding: queries at positions past.. attend to the cached keys.
   at::Tensor qkv = at::linear(x, b.qkv_w, b.qkv_b).view({B, T, 3, H, Dh}).permute({2, 0, 3, 1, 4});
   at::Tensor q = qkv[0], k = qkv[1], v = qkv[2];  // [B, H, T, Dh]
-  if (cache != nullptr) {
-    if (cache->k[layer].defined()) {
-      k = at::cat({cache->k[layer], k}, 2);
-      v = at::cat({cache->v[layer], v}, 2);
-    }
-    cache->k[layer] = k;
-    cache->v[layer] = v;
+  if (cache->k[layer].defined()) {
+    k = at::cat({cache->k[layer], k}, 2);
+    v = at::cat({cache->v[layer], v}, 2);
   }
+  cache->k[layer] = k;
+  cache->v[layer] = v;
   const int64_t Tk = k.size(2);
   const double scale = 1.0 / std::sqrt(static_cast<double>(Dh));
   at::Tensor q3 = q.reshape({B * H, T, Dh});
@@ -118,19 +123,24 @@ at::Tensor Gpt::Run(const at::Tensor& tokens, KvCache* cache) const {
       << "sequence of " << past + T << " exceeds context_length " << config_.context_length;
   const double eps = config_.layer_norm_eps;
   const std::vector<int64_t> norm_shape = {config_.d_model};
-  at::Tensor x = at::embedding(wte_, tokens) + wpe_.narrow(0, past, T);
+  // The residual stream stays in fp32 (as in Megatron's fp32 residual connection); LayerNorm runs
+  // in fp32 and only GEMM inputs are cast to the compute dtype. This is both more accurate and,
+  // with libtorch 1.13's slow bf16 LayerNorm, faster than a bf16 stream.
+  auto norm = [&](const at::Tensor& x32, const at::Tensor& w, const at::Tensor& b) {
+    return at::layer_norm(x32, norm_shape, w.to(at::kFloat), b.to(at::kFloat), eps).to(dtype_);
+  };
+  at::Tensor x = (at::embedding(wte_, tokens) + wpe_.narrow(0, past, T)).to(at::kFloat);
   for (int64_t l = 0; l < config_.n_layers; ++l) {
     const Block& b = blocks_[l];
-    at::Tensor h = at::layer_norm(x, norm_shape, b.ln1_w, b.ln1_b, eps);
+    at::Tensor h = norm(x, b.ln1_w, b.ln1_b);
     if (config_.parallel_block) {
       x = x + Attention(b, h, l, cache, past) + Mlp(b, h);
     } else {
       x = x + Attention(b, h, l, cache, past);
-      x = x + Mlp(b, at::layer_norm(x, norm_shape, b.ln2_w, b.ln2_b, eps));
+      x = x + Mlp(b, norm(x, b.ln2_w, b.ln2_b));
     }
   }
-  x = at::layer_norm(x, norm_shape, lnf_w_, lnf_b_, eps);
-  return at::linear(x, wte_);  // tied output head
+  return at::linear(norm(x, lnf_w_, lnf_b_), wte_);  // tied output head
 }
 
 at::Tensor Gpt::Forward(const at::Tensor& tokens) const { return Run(tokens, nullptr); }

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstring>
 
 #include "loom/base/file_util.h"
@@ -18,7 +20,7 @@ TEST(SafetensorsTest, RoundTripsEveryParameter) {
   FlatLayout layout(GptParamSpecs(c));
   std::vector<float> w(layout.total_elements());
   InitGptWeights(c, layout, 3, w.data());
-  std::string path = ::testing::TempDir() + "/init.safetensors";
+  std::string path = ::testing::TempDir() + "/init_" + std::to_string(::getpid()) + ".safetensors";
   ASSERT_TRUE(WriteSafetensors(path, layout, w.data(), {{"format", "pt"}}).ok());
   auto read = ReadSafetensors(path);
   ASSERT_TRUE(read.ok()) << read.status().ToString();
