@@ -38,6 +38,7 @@ struct CollArgs {
   std::string mpi = "auto";     // auto | on | off
   std::string mpi_btl = "tcp";  // tcp | vader (shared memory)
   std::string json;
+  std::string loom_segments;  // extra loom arms with these ring segment sizes (tuning)
 };
 
 Result<int64_t> ParseBytes(const std::string& s) {
@@ -66,18 +67,21 @@ const char* OpName(BenchOp op) {
 // loom's arm: the Communicator's default algorithm choice.
 class LoomArm final : public BenchArm {
  public:
-  LoomArm(comm::Communicator* c, BenchOp op, float* in, float* out, size_t count)
-      : BenchArm("loom"), c_(c), op_(op), in_(in), out_(out), count_(count) {}
+  LoomArm(comm::Communicator* c, BenchOp op, float* in, float* out, size_t count,
+          int64_t segment_bytes = 0)
+      : BenchArm(segment_bytes ? "loom_seg" + std::to_string(segment_bytes >> 10) + "K" : "loom"),
+        c_(c), op_(op), in_(in), out_(out), count_(count),
+        opts_{.segment_bytes = segment_bytes} {}
   Status Run() override {
     const int64_t n = static_cast<int64_t>(count_), block = n / c_->size();
     switch (op_) {
       case BenchOp::kAllReduce:
-        return c_->AllReduce(TensorView::Of(out_, n), comm::ReduceOp::kSum);
+        return c_->AllReduce(TensorView::Of(out_, n), comm::ReduceOp::kSum, opts_);
       case BenchOp::kReduceScatter:
         return c_->ReduceScatter(TensorView::Of(in_, n), TensorView::Of(out_, block),
-                                 comm::ReduceOp::kSum);
+                                 comm::ReduceOp::kSum, opts_);
       case BenchOp::kAllGather:
-        return c_->AllGather(TensorView::Of(in_, block), TensorView::Of(out_, n));
+        return c_->AllGather(TensorView::Of(in_, block), TensorView::Of(out_, n), opts_);
     }
     return OkStatus();
   }
@@ -88,6 +92,7 @@ class LoomArm final : public BenchArm {
   float* in_;
   float* out_;
   size_t count_;
+  comm::CommOptions opts_;
 };
 
 class GlooArm final : public BenchArm {
@@ -199,6 +204,14 @@ int RunRank(const CollArgs& a) {
       std::vector<float> in(op == BenchOp::kAllGather ? block : count), out(count);
       std::vector<std::unique_ptr<BenchArm>> arms;
       arms.push_back(std::make_unique<LoomArm>(&c, op, in.data(), out.data(), count));
+      size_t n_loom_arms = 1;
+      std::stringstream segs(a.loom_segments);
+      for (std::string item; std::getline(segs, item, ',');) {
+        auto seg = ParseBytes(item);
+        if (!seg.ok()) return fail(seg.status());
+        arms.push_back(std::make_unique<LoomArm>(&c, op, in.data(), out.data(), count, *seg));
+        ++n_loom_arms;
+      }
       for (auto& [label, algo] : GlooAlgorithmsFor(op)) {
         float* gin = op == BenchOp::kAllReduce ? out.data() : in.data();
         auto g = comm::GlooNativeCollective::Create(c, algo, gin, out.data(), count);
@@ -221,7 +234,10 @@ int RunRank(const CollArgs& a) {
         }
       }
       for (int rep = 0; rep < a.reps; ++rep) {
-        for (size_t k = 0; k < arms.size(); ++k) {  // arms interleaved within each repetition
+        // Arms interleaved within each repetition, and the order rotated between repetitions so
+        // that no arm always runs first after the barrier.
+        for (size_t j = 0; j < arms.size(); ++j) {
+          const size_t k = (j + rep) % arms.size();
           FillInputs(op, rank, in, out);
           for (int w = 0; w < (rep == 0 ? a.warmup : 0); ++w) (void)arms[k]->Run();
           if (Status s = c.Barrier(); !s.ok()) return fail(s);
@@ -258,7 +274,7 @@ int RunRank(const CollArgs& a) {
                                         {"time_us_p90", st.p90 * 1e6},
                                         {"busbw_GBps", busbw}};
         if (k == 0) loom_t = st.median;
-        else best_peer = std::min(best_peer, st.median);
+        else if (k >= n_loom_arms) best_peer = std::min(best_peer, st.median);
       }
       double ratio = arms.size() > 1 ? best_peer / loom_t : 1.0;
       row["ratio_best_peer_over_loom"] = ratio;
@@ -344,6 +360,8 @@ void RegisterBenchCollectives(CLI::App& bench, CliContext* ctx) {
   cmd->add_option("--mpi-btl", a->mpi_btl, "OpenMPI transport: tcp (as Gloo) or vader (shm)")
       ->check(CLI::IsMember({"tcp", "vader"}));
   cmd->add_option("--json", a->json, "write results as JSON");
+  cmd->add_option("--loom-segments", a->loom_segments,
+                  "extra loom arms with these ring segment sizes, e.g. 64K,256K (tuning)");
   cmd->callback([a, ctx] {
     if (UnderLauncher()) {
       ctx->exit_code = RunRank(*a);

@@ -81,13 +81,21 @@ struct Communicator::Call {
   Deadline deadline;
   uint32_t tag;
   int64_t segment_bytes;
+  bool segment_explicit;  // the caller chose the segment size
   int rank;
   int size;
   std::vector<std::unique_ptr<PendingOp>> sends;
 
-  int64_t SegElems(DType dtype) const {
+  // Elements per pipelined segment when a rank's chunk has `chunk_elems` elements: the
+  // configured segment size, but at least ~4 segments per chunk (down to 64 KiB) unless the caller
+  // fixed it, so that mid-sized messages are pipelined too.
+  int64_t SegElems(DType dtype, int64_t chunk_elems) const {
     int64_t esize = std::max<int64_t>(1, DTypeBits(dtype) / 8);
-    int64_t e = std::max<int64_t>(2, segment_bytes / esize);
+    int64_t bytes = segment_bytes;
+    if (!segment_explicit) {
+      bytes = std::min(bytes, std::max<int64_t>(64 << 10, DTypeBytes(dtype, chunk_elems) / 4));
+    }
+    int64_t e = std::max<int64_t>(2, bytes / esize);
     return e - (e % 2);  // even, so packed I4 segments start on byte boundaries
   }
   std::unique_ptr<PendingOp> Send(const char* p, int64_t bytes, int peer, OpKind k, int64_t step) {
@@ -104,6 +112,13 @@ Communicator::Communicator(std::unique_ptr<Transport> transport, CommunicatorOpt
       rank_(transport_->rank()),
       size_(transport_->size()) {
   options_.default_timeout = DefaultTimeout(options_.default_timeout);
+  Env env = Env::Process();
+  if (auto seg = env.GetInt("LOOM_COMM_SEGMENT_BYTES", 0); seg.ok() && *seg > 0) {
+    options_.segment_bytes = *seg;
+  }
+  if (auto direct = env.GetInt("LOOM_COMM_DIRECT_MAX_BYTES", -1); direct.ok() && *direct >= 0) {
+    options_.direct_max_bytes = *direct;
+  }
 }
 
 Communicator::~Communicator() = default;
@@ -130,6 +145,7 @@ Status Communicator::Run(const char* op, const std::string& what, const CommOpti
             DeadlineAfter(timeout),
             opts.tag,
             opts.segment_bytes > 0 ? opts.segment_bytes : options_.segment_bytes,
+            opts.segment_bytes > 0,
             rank_,
             size_,
             {}};
@@ -186,7 +202,7 @@ Status Communicator::Broadcast(const TensorView& data, int root, const CommOptio
                char* buf = static_cast<char*>(data.data());
                int pos = Mod(rank_ - root, size_);
                int prev = Mod(rank_ - 1, size_), next = Mod(rank_ + 1, size_);
-               auto segs = Segments({0, data.numel()}, c.SegElems(data.dtype()));
+               auto segs = Segments({0, data.numel()}, c.SegElems(data.dtype(), data.numel()));
                std::vector<std::unique_ptr<PendingOp>> recvs;
                if (pos > 0) {
                  for (const Range& s : segs) {
@@ -274,9 +290,9 @@ Status Communicator::RingAllReduce(Call& c, char* buf, DType dtype, int64_t n, R
   const int P = size_, r = rank_;
   const int left = Mod(r - 1, P), right = Mod(r + 1, P);
   const auto chunks = SplitEven(n, P, 2);
-  const int64_t seg = c.SegElems(dtype);
   int64_t max_chunk = 0;
   for (const Range& ch : chunks) max_chunk = std::max(max_chunk, ch.count);
+  const int64_t seg = c.SegElems(dtype, max_chunk);
   const int64_t tmp_bytes = DTypeBytes(dtype, max_chunk);
   char* tmp[2] = {Scratch(2 * tmp_bytes), nullptr};
   tmp[1] = tmp[0] + tmp_bytes;
@@ -374,7 +390,7 @@ Status Communicator::RingReduceScatter(Call& c, const char* in, char* out, DType
                                        ReduceOp op) {
   const int P = size_, r = rank_;
   const int left = Mod(r - 1, P), right = Mod(r + 1, P);
-  const int64_t seg = c.SegElems(dtype);
+  const int64_t seg = c.SegElems(dtype, m);
   const int64_t block = DTypeBytes(dtype, m);
   auto B = [&](int64_t elems) { return DTypeBytes(dtype, elems); };
   // tmp[2] receive partial sums; acc[2] hold this rank's partial sums while they are sent.
@@ -486,7 +502,7 @@ Status Communicator::RingAllGatherV(Call& c, char* out, DType dtype,
     blocks[i] = {pos, counts[i]};
     pos += counts[i];
   }
-  const int64_t seg = c.SegElems(dtype);
+  const int64_t seg = c.SegElems(dtype, pos / P);
   auto B = [&](int64_t elems) { return DTypeBytes(dtype, elems); };
   // Step s: receive block r-s-1 from the left, forward it to the right at step s+1.
   std::vector<std::vector<std::unique_ptr<PendingOp>>> recvs(P - 1);
