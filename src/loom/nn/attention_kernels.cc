@@ -7,6 +7,8 @@
 #include <cstring>
 #include <string>
 
+#include "loom/base/convert.h"
+
 // oneDNN exports its bf16 GEMM (row-major, bf16 inputs, fp32 accumulation and output) from
 // libdnnl since 1.x but does not declare it in the public header; oneDNN's own gemm tests declare
 // it exactly like this. The bf16 type is a 16-bit struct, passed here as uint16_t.
@@ -66,19 +68,6 @@ LOOM_CLONES void SoftmaxBackwardRow(const float* __restrict p, float* __restrict
   for (int64_t j = 0; j < cols; ++j) dp[j] = scale * p[j] * (dp[j] - dot);
 }
 
-LOOM_CLONES void F32ToBF16Row(const float* __restrict src, uint16_t* __restrict dst, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
-    uint32_t bits = std::bit_cast<uint32_t>(src[i]);
-    bool is_nan = (bits & 0x7FFFFFFFu) > 0x7F800000u;
-    uint32_t rounded = (bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16;
-    dst[i] = static_cast<uint16_t>(is_nan ? ((bits >> 16) | 0x40u) : rounded);
-  }
-}
-
-LOOM_CLONES void BF16ToF32Row(const uint16_t* __restrict src, float* __restrict dst, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) dst[i] = std::bit_cast<float>(static_cast<uint32_t>(src[i]) << 16);
-}
-
 }  // namespace
 
 Status GemmF32(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
@@ -109,12 +98,12 @@ void SoftmaxBackwardRows(const float* p, int64_t ldp, float* dp, int64_t lddp, i
 
 void F32ToBF16(const float* src, int64_t ld_src, uint16_t* dst, int64_t ld_dst, int64_t rows,
                int64_t cols) {
-  for (int64_t i = 0; i < rows; ++i) F32ToBF16Row(src + i * ld_src, dst + i * ld_dst, cols);
+  for (int64_t i = 0; i < rows; ++i) ConvertF32ToBF16(src + i * ld_src, dst + i * ld_dst, cols);
 }
 
 void BF16ToF32(const uint16_t* src, int64_t ld_src, float* dst, int64_t ld_dst, int64_t rows,
                int64_t cols) {
-  for (int64_t i = 0; i < rows; ++i) BF16ToF32Row(src + i * ld_src, dst + i * ld_dst, cols);
+  for (int64_t i = 0; i < rows; ++i) ConvertBF16ToF32(src + i * ld_src, dst + i * ld_dst, cols);
 }
 
 void CopyF32(const float* src, int64_t ld_src, float* dst, int64_t ld_dst, int64_t rows,

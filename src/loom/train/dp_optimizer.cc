@@ -3,17 +3,20 @@
 #include <algorithm>
 #include <cmath>
 
+#include "loom/base/convert.h"
 #include "loom/train/adamw.h"
 
 namespace loom::train {
 
 DataParallelOptimizer::DataParallelOptimizer(comm::Communicator* comm,
                                              const nn::FlatLayout* layout, float* params,
-                                             float* grads, DpMode mode, OptimConfig config)
+                                             float* grads, DpMode mode, OptimConfig config,
+                                             uint16_t* weights_bf16)
     : comm_(comm),
       layout_(layout),
       params_(params),
       grads_(grads),
+      weights_bf16_(weights_bf16),
       mode_(mode),
       config_(config) {
   // The ranges this rank updates: its shard of every bucket (zero1) or everything.
@@ -72,16 +75,30 @@ Result<DataParallelOptimizer::StepResult> DataParallelOptimizer::Step(double lr,
                 s.count, hp);
     state += s.count;
   }
-  if (mode_ == DpMode::kZero1 && comm_->size() > 1) {
-    const int P = comm_->size(), r = comm_->rank();
-    for (const nn::Bucket& b : layout_->buckets()) {
+  LOOM_RETURN_IF_ERROR(GatherParameters());
+  return out;
+}
+
+Status DataParallelOptimizer::GatherParameters() {
+  const int P = comm_->size(), r = comm_->rank();
+  const bool zero = mode_ == DpMode::kZero1 && P > 1;
+  for (const nn::Bucket& b : layout_->buckets()) {
+    const int64_t shard = b.size() / P;
+    const int64_t lo = zero ? b.begin + shard * r : b.begin, n = zero ? shard : b.size();
+    if (weights_bf16_ != nullptr) {
+      ConvertF32ToBF16(params_ + lo, weights_bf16_ + lo, n);
+      if (zero) {
+        TensorView bucket(weights_bf16_ + b.begin, DType::kBF16, {b.size()});
+        LOOM_RETURN_IF_ERROR(comm_->AllGather(bucket.Slice(shard * r, shard), bucket)
+                                 .WithContext("parameter all-gather"));
+      }
+    } else if (zero) {
       TensorView bucket = TensorView::Of(params_ + b.begin, b.size());
-      int64_t shard = b.size() / P;
       LOOM_RETURN_IF_ERROR(comm_->AllGather(bucket.Slice(shard * r, shard), bucket)
                                .WithContext("parameter all-gather"));
     }
   }
-  return out;
+  return OkStatus();
 }
 
 }  // namespace loom::train

@@ -7,6 +7,9 @@
 // parameters and keeps full moments.
 // Both: global L2 gradient-norm clipping (as torch.nn.utils.clip_grad_norm_), decoupled weight
 // decay on matrices and embeddings but not on biases and LayerNorm parameters.
+// With bf16 compute weights (`weights_bf16`), the step also refreshes them: zero1 converts only
+// its shard and all-gathers bf16 (half the bytes of fp32); each rank's fp32 master is then
+// authoritative for its own shard only. allreduce converts the whole (fully updated) master.
 // Thread-safety: one training thread; uses the communicator when Step() runs.
 #pragma once
 
@@ -22,7 +25,8 @@ namespace loom::train {
 class DataParallelOptimizer {
  public:
   DataParallelOptimizer(comm::Communicator* comm, const nn::FlatLayout* layout, float* params,
-                        float* grads, DpMode mode, OptimConfig config);
+                        float* grads, DpMode mode, OptimConfig config,
+                        uint16_t* weights_bf16 = nullptr);
 
   struct StepResult {
     double grad_norm = 0;   // before clipping
@@ -37,6 +41,7 @@ class DataParallelOptimizer {
   int64_t owned_elements() const { return static_cast<int64_t>(m_.size()); }
 
  private:
+  Status GatherParameters();
   struct Segment {
     int64_t begin;
     int64_t count;
@@ -47,6 +52,7 @@ class DataParallelOptimizer {
   const nn::FlatLayout* layout_;
   float* params_;
   float* grads_;
+  uint16_t* weights_bf16_;
   DpMode mode_;
   OptimConfig config_;
   std::vector<Segment> segments_;

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "loom/base/dtype.h"
 #include "loom/base/philox.h"
 #include "loom/comm/inproc/inproc_transport.h"
 #include "loom/comm/testing/run_ranks.h"
@@ -51,9 +52,11 @@ nn::FlatLayout SmallLayout(int world) {
 
 // Runs `steps` data-parallel steps on `world` in-process ranks; rank r's gradient at step s is
 // Philox noise keyed by (s, r). Returns every rank's final parameters.
-std::vector<std::vector<float>> RunSteps(int world, DpMode mode, double clip, int steps) {
+std::vector<std::vector<float>> RunSteps(int world, DpMode mode, double clip, int steps,
+                                         std::vector<std::vector<uint16_t>>* bf16 = nullptr) {
   nn::FlatLayout layout = SmallLayout(world);
   const int64_t n = layout.total_elements();
+  if (bf16) bf16->assign(world, std::vector<uint16_t>(n, 0));
   auto comms = comm::MakeInProcCommunicators(world);
   std::vector<std::vector<float>> params(world, std::vector<float>(n, 0.0f));
   comm::testing::RunRanks(world, [&](int r) {
@@ -65,7 +68,9 @@ std::vector<std::vector<float>> RunSteps(int world, DpMode mode, double clip, in
     OptimConfig oc;
     oc.grad_clip = clip;
     GradReducer reducer(comms[r].get(), &layout, grads.data(), nullptr, {.mode = mode});
-    DataParallelOptimizer opt(comms[r].get(), &layout, params[r].data(), grads.data(), mode, oc);
+    uint16_t* w16 = bf16 ? (*bf16)[r].data() : nullptr;
+    DataParallelOptimizer opt(comms[r].get(), &layout, params[r].data(), grads.data(), mode, oc,
+                              w16);
     for (int s = 1; s <= steps; ++s) {
       std::fill(grads.begin(), grads.end(), 0.0f);
       PhiloxStream g(2, s * 100 + r);
@@ -103,6 +108,18 @@ TEST(DataParallelOptimizerTest, Zero1MatchesAllReduceWithinFp32ToleranceOnFourRa
   EXPECT_LT(max_diff, 1e-5);
   for (int r = 1; r < 4; ++r) {
     EXPECT_EQ(0, std::memcmp(zero[r].data(), zero[0].data(), zero[0].size() * 4)) << r;
+  }
+}
+
+TEST(DataParallelOptimizerTest, Bf16WeightsAreGatheredInBf16AndMatchTheMaster) {
+  std::vector<std::vector<uint16_t>> zero16, ar16;
+  auto zero = RunSteps(2, DpMode::kZero1, 1.0, 2, &zero16);
+  auto ar = RunSteps(2, DpMode::kAllReduce, 1.0, 2, &ar16);
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(zero16[r], ar16[0]) << "rank " << r;
+    for (size_t i = 0; i < ar16[0].size(); ++i) {
+      ASSERT_EQ(ar16[0][i], FloatToBF16(ar[0][i])) << i;  // bf16 copy of the full master
+    }
   }
 }
 

@@ -188,7 +188,11 @@ Result<TrainSummary> RunTraining(const TrainConfig& cfg, comm::Communicator& com
   GradReducer reducer(&comm, &layout, grads, grad_bf16,
                       {.mode = cfg.ResolvedDpMode(), .overlap = cfg.overlap});
   GradReadyHooks hooks(r.model->params(), [&reducer](int i) { reducer.OnParamReady(i); });
-  DataParallelOptimizer opt(&comm, &layout, master, grads, cfg.ResolvedDpMode(), cfg.optim);
+  uint16_t* weights_bf16 =
+      r.dtype == at::kBFloat16 ? reinterpret_cast<uint16_t*>(r.model->weights().data_ptr())
+                               : nullptr;
+  DataParallelOptimizer opt(&comm, &layout, master, grads, cfg.ResolvedDpMode(), cfg.optim,
+                            weights_bf16);
 
   TrainSummary summary;
   summary.run_dir = run_dir;
@@ -227,8 +231,7 @@ Result<TrainSummary> RunTraining(const TrainConfig& cfg, comm::Communicator& com
     window_fwd_bwd += phase.Seconds();
     LOOM_RETURN_IF_ERROR(reducer.FinishStep().WithContext("step " + std::to_string(step)));
     phase.Reset();
-    LOOM_ASSIGN_OR_RETURN(auto res, opt.Step(lr, step + 1));
-    if (r.dtype != at::kFloat) r.model->LoadWeights(master);
+    LOOM_ASSIGN_OR_RETURN(auto res, opt.Step(lr, step + 1));  // also refreshes bf16 weights
     window_optim += phase.Seconds();
     state.step = step + 1;
     if (hook != nullptr) LOOM_RETURN_IF_ERROR(hook->AfterStep(state));

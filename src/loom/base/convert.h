@@ -1,0 +1,13 @@
+// Bulk dtype conversions (vectorised; AVX-512, AVX2 and baseline clones chosen at run time).
+// Same rounding as the scalar FloatToBF16 in dtype.h (nearest even, NaN kept quiet).
+// Thread-safety: pure functions.
+#pragma once
+
+#include <cstdint>
+
+namespace loom {
+
+void ConvertF32ToBF16(const float* src, uint16_t* dst, int64_t n);
+void ConvertBF16ToF32(const uint16_t* src, float* dst, int64_t n);
+
+}  // namespace loom
