@@ -7,6 +7,10 @@
 
 namespace loom {
 
+// A uint32_t that may alias a float: lets bit-level float loops vectorise (GCC does not vectorise
+// std::bit_cast between float and integer lanes).
+using AliasedU32 = uint32_t __attribute__((may_alias));
+
 void ConvertF32ToBF16(const float* src, uint16_t* dst, int64_t n);
 void ConvertBF16ToF32(const uint16_t* src, float* dst, int64_t n);
 

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "loom/base/check.h"
+#include "loom/base/convert.h"
 
 namespace loom::comm {
 
@@ -46,14 +47,16 @@ LOOM_MULTIVERSION void SumF32(float* dst, const float* a, const float* b, int64_
   for (int64_t i = 0; i < n; ++i) dst[i] = a[i] + b[i];
 }
 
-LOOM_MULTIVERSION void SumBF16(uint16_t* dst, const uint16_t* a, const uint16_t* b, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
-    float x = std::bit_cast<float>(static_cast<uint32_t>(a[i]) << 16);
-    float y = std::bit_cast<float>(static_cast<uint32_t>(b[i]) << 16);
-    uint32_t bits = std::bit_cast<uint32_t>(x + y);
-    bool is_nan = (bits & 0x7FFFFFFFu) > 0x7F800000u;
-    uint32_t rounded = (bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16;  // nearest even
-    dst[i] = static_cast<uint16_t>(is_nan ? ((bits >> 16) | 0x40u) : rounded);
+// bf16 sums through fp32 chunks (the conversions vectorise as integer lanes; dst may alias).
+void SumBF16(uint16_t* dst, const uint16_t* a, const uint16_t* b, int64_t n) {
+  constexpr int64_t kChunk = 1024;
+  float x[kChunk], y[kChunk];
+  for (int64_t s = 0; s < n; s += kChunk) {
+    const int64_t m = n - s < kChunk ? n - s : kChunk;
+    ConvertBF16ToF32(a + s, x, m);
+    ConvertBF16ToF32(b + s, y, m);
+    SumF32(x, x, y, m);
+    ConvertF32ToBF16(x, dst + s, m);
   }
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "loom/base/convert.h"
+#include "loom/nn/internal/fast_exp.h"
 
 // oneDNN exports its bf16 GEMM (row-major, bf16 inputs, fp32 accumulation and output) from
 // libdnnl since 1.x but does not declare it in the public header; oneDNN's own gemm tests declare
@@ -28,29 +29,33 @@ Status FromDnnl(dnnl_status_t s, const char* what) {
   return InternalError(std::string(what) + " failed with oneDNN status " + std::to_string(s));
 }
 
-// exp(x) = 2^n * exp(r), x = n ln2 + r, |r| <= ln2/2; Cephes' degree-6 polynomial for exp(r).
-inline float ExpCore(float x) {
-  x = x < -87.0f ? -87.0f : x;
-  const float n = __builtin_roundevenf(x * 1.44269504088896341f);
-  const float r = x - n * 0.693359375f + n * 2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
-  const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
-  return p * std::bit_cast<float>(bits);
-}
+// Reductions keep kLanes independent partial results so that they vectorise without
+// reassociating floating-point sums (no -ffast-math).
+constexpr int kLanes = 16;
 
 LOOM_CLONES void SoftmaxRow(float* __restrict s, int64_t cols, int64_t lo, int64_t hi,
                             float scale) {
+  float mx[kLanes];
+  for (int l = 0; l < kLanes; ++l) mx[l] = -INFINITY;
+  int64_t j = lo;
+  for (; j + kLanes <= hi; j += kLanes) {
+    for (int l = 0; l < kLanes; ++l) mx[l] = s[j + l] > mx[l] ? s[j + l] : mx[l];
+  }
   float m = -INFINITY;
-  for (int64_t j = lo; j < hi; ++j) m = s[j] > m ? s[j] : m;
+  for (int l = 0; l < kLanes; ++l) m = mx[l] > m ? mx[l] : m;
+  for (; j < hi; ++j) m = s[j] > m ? s[j] : m;
   const float shift = m * scale;
+  float acc[kLanes] = {};
+  for (j = lo; j + kLanes <= hi; j += kLanes) {
+    for (int l = 0; l < kLanes; ++l) {
+      float e = ExpCore(s[j + l] * scale - shift);
+      s[j + l] = e;
+      acc[l] += e;
+    }
+  }
   float sum = 0;
-  for (int64_t j = lo; j < hi; ++j) {
+  for (int l = 0; l < kLanes; ++l) sum += acc[l];
+  for (; j < hi; ++j) {
     float e = ExpCore(s[j] * scale - shift);
     s[j] = e;
     sum += e;
@@ -63,9 +68,15 @@ LOOM_CLONES void SoftmaxRow(float* __restrict s, int64_t cols, int64_t lo, int64
 
 LOOM_CLONES void SoftmaxBackwardRow(const float* __restrict p, float* __restrict dp, int64_t cols,
                                     float scale) {
+  float acc[kLanes] = {};
+  int64_t j = 0;
+  for (; j + kLanes <= cols; j += kLanes) {
+    for (int l = 0; l < kLanes; ++l) acc[l] += p[j + l] * dp[j + l];
+  }
   float dot = 0;
-  for (int64_t j = 0; j < cols; ++j) dot += p[j] * dp[j];
-  for (int64_t j = 0; j < cols; ++j) dp[j] = scale * p[j] * (dp[j] - dot);
+  for (int l = 0; l < kLanes; ++l) dot += acc[l];
+  for (; j < cols; ++j) dot += p[j] * dp[j];
+  for (j = 0; j < cols; ++j) dp[j] = scale * p[j] * (dp[j] - dot);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include "loom/base/check.h"
 #include "loom/nn/causal_attention.h"
+#include "loom/nn/gelu.h"
 
 namespace loom::nn {
 
@@ -112,7 +113,7 @@ at::Tensor Gpt::Attention(const Block& b, const at::Tensor& x, int64_t layer, Kv
 }
 
 at::Tensor Gpt::Mlp(const Block& b, const at::Tensor& x) const {
-  return at::linear(at::gelu(at::linear(x, b.fc_w, b.fc_b)), b.fc2_w, b.fc2_b);
+  return at::linear(Gelu(at::linear(x, b.fc_w, b.fc_b)), b.fc2_w, b.fc2_b);
 }
 
 at::Tensor Gpt::Run(const at::Tensor& tokens, KvCache* cache) const {

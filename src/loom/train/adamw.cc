@@ -22,13 +22,19 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void Update(
 
 __attribute__((target_clones("avx512f", "avx2", "default"))) double Squares(const float* x,
                                                                            int64_t n) {
-  // Blocks of fp32 partial sums, accumulated in double: fast and accurate enough for a norm.
+  // 16 independent fp32 lanes (so the loop vectorises without reassociation) over blocks of
+  // 4096 elements, each block's lanes accumulated in double: fast and accurate for a norm.
+  constexpr int kLanes = 16;
   double total = 0;
   for (int64_t b = 0; b < n; b += 4096) {
-    int64_t e = b + 4096 < n ? b + 4096 : n;
-    float acc = 0;
-    for (int64_t i = b; i < e; ++i) acc += x[i] * x[i];
-    total += acc;
+    const int64_t e = b + 4096 < n ? b + 4096 : n;
+    float acc[kLanes] = {};
+    int64_t i = b;
+    for (; i + kLanes <= e; i += kLanes) {
+      for (int l = 0; l < kLanes; ++l) acc[l] += x[i + l] * x[i + l];
+    }
+    for (; i < e; ++i) acc[0] += x[i] * x[i];
+    for (int l = 0; l < kLanes; ++l) total += acc[l];
   }
   return total;
 }

@@ -4,13 +4,19 @@
 #include <cstring>
 
 #include "loom/base/clock.h"
+#include "loom/base/convert.h"
 
 namespace loom::train {
 
 __attribute__((target_clones("avx512f", "avx2", "default"))) void AccumulateBf16Into(
     float* __restrict dst, const uint16_t* __restrict src, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
-    dst[i] += std::bit_cast<float>(static_cast<uint32_t>(src[i]) << 16);
+  // Through fp32 chunks: the bf16 -> fp32 conversion vectorises only as integer lanes.
+  constexpr int64_t kChunk = 1024;
+  float buf[kChunk];
+  for (int64_t b = 0; b < n; b += kChunk) {
+    const int64_t m = n - b < kChunk ? n - b : kChunk;
+    ConvertBF16ToF32(src + b, buf, m);
+    for (int64_t i = 0; i < m; ++i) dst[b + i] += buf[i];
   }
 }
 
