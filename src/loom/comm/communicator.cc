@@ -87,13 +87,13 @@ struct Communicator::Call {
   std::vector<std::unique_ptr<PendingOp>> sends;
 
   // Elements per pipelined segment when a rank's chunk has `chunk_elems` elements: the
-  // configured segment size, but at least ~4 segments per chunk (down to 64 KiB) unless the caller
+  // configured segment size, but at least ~4 segments per chunk (down to 256 KiB) unless the caller
   // fixed it, so that mid-sized messages are pipelined too.
   int64_t SegElems(DType dtype, int64_t chunk_elems) const {
     int64_t esize = std::max<int64_t>(1, DTypeBits(dtype) / 8);
     int64_t bytes = segment_bytes;
     if (!segment_explicit) {
-      bytes = std::min(bytes, std::max<int64_t>(64 << 10, DTypeBytes(dtype, chunk_elems) / 4));
+      bytes = std::min(bytes, std::max<int64_t>(256 << 10, DTypeBytes(dtype, chunk_elems) / 4));
     }
     int64_t e = std::max<int64_t>(2, bytes / esize);
     return e - (e % 2);  // even, so packed I4 segments start on byte boundaries

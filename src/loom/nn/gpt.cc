@@ -65,8 +65,6 @@ void Gpt::ZeroGrads() {
 }
 
 at::Tensor Gpt::MaskBias(int64_t t_q, int64_t t_k, int64_t past) const {
-  const bool cacheable = past == 0 && t_q == t_k;
-  if (cacheable && mask_cache_t_ == t_q) return mask_cache_;
   // Query i (absolute position past + i) may attend to key j when j <= past + i and, with a
   // sliding window w, j > past + i - w.
   at::Tensor qi = at::arange(t_q, at::kLong).unsqueeze(1) + past;
@@ -75,10 +73,6 @@ at::Tensor Gpt::MaskBias(int64_t t_q, int64_t t_k, int64_t past) const {
   if (config_.sliding_window > 0) blocked = blocked.logical_or(kj <= qi - config_.sliding_window);
   at::Tensor bias = at::zeros({t_q, t_k}, at::TensorOptions().dtype(dtype_));
   bias.masked_fill_(blocked, -std::numeric_limits<float>::infinity());
-  if (cacheable) {
-    mask_cache_ = bias;
-    mask_cache_t_ = t_q;
-  }
   return bias;
 }
 

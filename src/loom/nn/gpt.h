@@ -6,11 +6,10 @@
 // accumulates each one in place into grads() and per-parameter "gradient ready" hooks fire as
 // backward reaches them (see train/grad_ready_hooks_torch.h).
 //
-// Attention is written with plain tensor ops (libtorch 1.13 has no SDPA): one fused QKV
-// projection, scores as a batched GEMM with the scale and the causal (or sliding-window) mask
-// fused in (baddbmm), softmax, and a second batched GEMM. With compute dtype bf16 every GEMM runs
-// in bf16 while the trainer keeps fp32 master weights and reduces gradients in fp32; the loss is
-// computed in fp32.
+// Attention (libtorch 1.13 has no SDPA) is loom's fused kernel (causal_attention.h) for full
+// sequences and plain tensor ops against the KV cache when decoding; the GELU is gelu.h. With
+// compute dtype bf16 every GEMM runs in bf16 while the residual stream, LayerNorm and the loss
+// stay in fp32, and the trainer keeps fp32 master weights and reduces gradients in fp32.
 //
 //   Gpt model(config, at::kBFloat16);
 //   model.LoadWeights(master_fp32);
@@ -71,6 +70,7 @@ class Gpt {
   at::Tensor Attention(const Block& b, const at::Tensor& x, int64_t layer, KvCache* cache,
                        int64_t past) const;
   at::Tensor Mlp(const Block& b, const at::Tensor& x) const;
+  // Additive mask (0 / -inf) of queries at positions past.. over keys 0..t_k-1 (decoding path).
   at::Tensor MaskBias(int64_t t_q, int64_t t_k, int64_t past) const;
 
   GptConfig config_;
@@ -81,8 +81,6 @@ class Gpt {
   std::vector<at::Tensor> params_;
   at::Tensor wte_, wpe_, lnf_w_, lnf_b_;
   std::vector<Block> blocks_;
-  mutable at::Tensor mask_cache_;  // additive causal mask of the last training shape
-  mutable int64_t mask_cache_t_ = -1;
 };
 
 }  // namespace loom::nn
