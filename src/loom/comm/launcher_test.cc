@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <filesystem>
+#include <thread>
 
 #include "loom/base/clock.h"
 #include "loom/base/file_util.h"
@@ -104,6 +106,24 @@ TEST(LauncherTest, SurvivorsGetTimeToReportBeforeTheyAreStopped) {
   EXPECT_NE(c.out.find("[rank 0] peer rank 1 is gone"), std::string::npos) << c.out;
   EXPECT_EQ(c.result.ranks[0].status.code, 1);  // exited on its own, not by SIGTERM
   EXPECT_LT(c.seconds, 2.5);
+}
+
+TEST(LauncherTest, ForwardsSigintToEveryRank) {
+  LaunchOptions o;
+  o.nproc = 2;
+  o.grace = std::chrono::milliseconds(2000);
+  // Each rank reports the signal it receives, then exits.
+  o.argv = {"/bin/sh", "-c", "trap 'echo got INT; exit 3' INT; sleep 30 & wait"};
+  std::thread interrupter([] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    ::kill(::getpid(), SIGINT);  // as a Ctrl-C at the terminal would
+  });
+  Captured c = RunLaunch(o);
+  interrupter.join();
+  EXPECT_EQ(c.result.exit_code, 128 + SIGINT);
+  EXPECT_NE(c.out.find("[rank 0] got INT"), std::string::npos) << c.out;
+  EXPECT_NE(c.out.find("[rank 1] got INT"), std::string::npos) << c.out;
+  EXPECT_LT(c.seconds, 10.0);
 }
 
 TEST(LauncherTest, MissingCommandIs127) {

@@ -102,9 +102,7 @@ std::string SvgLineChart(const std::string& title, const std::string& x_label,
     << HtmlEscape(x_label) << "</text>\n";
   o << "<text transform=\"translate(14," << mt + ph / 2
     << ") rotate(-90)\" text-anchor=\"middle\">" << HtmlEscape(y_label) << "</text>\n";
-  int legend = 0;
   for (const auto& s : series) {
-    if (s.points.empty()) continue;
     if (s.markers) {
       for (auto [x, y] : s.points) {
         if (std::isfinite(y)) {
@@ -119,6 +117,15 @@ std::string SvgLineChart(const std::string& title, const std::string& x_label,
       if (std::isfinite(y)) o << X(x) << "," << Y(y) << " ";
     }
     o << "\"/>\n";
+  }
+  // Legend on a white box, drawn last so that lines never cover it.
+  int named = 0;
+  for (const auto& s : series) named += !s.points.empty();
+  o << "<rect x=\"" << ml + pw - 156 << "\" y=\"" << mt + 2 << "\" width=\"152\" height=\""
+    << 16 * named + 6 << "\" fill=\"white\" fill-opacity=\"0.85\"/>\n";
+  int legend = 0;
+  for (const auto& s : series) {
+    if (s.points.empty()) continue;
     double lx = ml + pw - 150, ly = mt + 14 + 16 * legend++;
     o << "<line x1=\"" << lx << "\" x2=\"" << lx + 20 << "\" y1=\"" << ly - 4 << "\" y2=\""
       << ly - 4 << "\" stroke=\"" << s.color << "\" stroke-width=\"2\"/><text x=\"" << lx + 26
