@@ -293,33 +293,42 @@ Status Communicator::RingAllReduce(Call& c, char* buf, DType dtype, int64_t n, R
   int64_t max_chunk = 0;
   for (const Range& ch : chunks) max_chunk = std::max(max_chunk, ch.count);
   const int64_t seg = c.SegElems(dtype, max_chunk);
-  const int64_t tmp_bytes = DTypeBytes(dtype, max_chunk);
-  char* tmp[2] = {Scratch(2 * tmp_bytes), nullptr};
-  tmp[1] = tmp[0] + tmp_bytes;
   auto B = [&](int64_t elems) { return DTypeBytes(dtype, elems); };
+  // One receive area per reduce-scatter step.
+  const int64_t tmp_bytes = B(max_chunk);
+  char* tmp = Scratch(static_cast<size_t>(tmp_bytes) * (P - 1));
 
-  // Phase 1: reduce-scatter. At step s rank r sends chunk r-s and receives chunk r-s-1.
-  std::vector<std::vector<std::unique_ptr<PendingOp>>> recvs(2);
-  auto post_rs_recvs = [&](int s) {
+  // Every receive is posted before any send. Gloo's TCP transport is receiver-initiated (a send
+  // waits for the peer's "ready to receive" notice), and a notice posted late queues behind this
+  // rank's outgoing data in the same connection: on a bandwidth-limited link that serialises the
+  // two directions (measured: half the line rate). Receiving all-gather data straight into `buf`
+  // early is safe: chunk c's final value can only arrive after this rank's partial sum of c was
+  // sent (and read) in the reduce-scatter phase.
+  std::vector<std::vector<std::unique_ptr<PendingOp>>> rs(P - 1), ag(P - 1);
+  for (int s = 0; s <= P - 2; ++s) {
     const Range ch = chunks[Mod(r - s - 1, P)];
-    recvs[s % 2].clear();
     for (const Range& sg : Segments(ch, seg)) {
-      recvs[s % 2].push_back(c.Recv(tmp[s % 2] + B(sg.begin - ch.begin), B(sg.count), left,
-                                    OpKind::kAllReduceRs, s));
+      rs[s].push_back(c.Recv(tmp + tmp_bytes * s + B(sg.begin - ch.begin), B(sg.count), left,
+                             OpKind::kAllReduceRs, s));
     }
-  };
+  }
+  for (int s = 0; s <= P - 2; ++s) {
+    for (const Range& sg : Segments(chunks[Mod(r - s, P)], seg)) {
+      ag[s].push_back(c.Recv(buf + B(sg.begin), B(sg.count), left, OpKind::kAllReduceAg, s));
+    }
+  }
+  // Phase 1: reduce-scatter. At step s rank r sends chunk r-s and receives chunk r-s-1.
   for (const Range& sg : Segments(chunks[r], seg)) {
     c.sends.push_back(c.Send(buf + B(sg.begin), B(sg.count), right, OpKind::kAllReduceRs, 0));
   }
-  post_rs_recvs(0);
   for (int s = 0; s <= P - 2; ++s) {
-    if (s + 1 <= P - 2) post_rs_recvs(s + 1);
     const Range ch = chunks[Mod(r - s - 1, P)];
     const auto segs = Segments(ch, seg);
     for (size_t k = 0; k < segs.size(); ++k) {
-      LOOM_RETURN_IF_ERROR(recvs[s % 2][k]->Wait(c.deadline));
+      LOOM_RETURN_IF_ERROR(rs[s][k]->Wait(c.deadline));
       char* dst = buf + B(segs[k].begin);
-      ReduceInto(dtype, op, dst, dst, tmp[s % 2] + B(segs[k].begin - ch.begin), segs[k].count);
+      ReduceInto(dtype, op, dst, dst, tmp + tmp_bytes * s + B(segs[k].begin - ch.begin),
+                 segs[k].count);
       if (s + 1 <= P - 2) {
         c.sends.push_back(c.Send(dst, B(segs[k].count), right, OpKind::kAllReduceRs, s + 1));
       } else {
@@ -330,13 +339,6 @@ Status Communicator::RingAllReduce(Call& c, char* buf, DType dtype, int64_t n, R
     }
   }
   // Phase 2: all-gather. At step s rank r receives chunk r-s and forwards it at step s+1.
-  std::vector<std::vector<std::unique_ptr<PendingOp>>> ag(P - 1);
-  for (int s = 0; s <= P - 2; ++s) {
-    const Range ch = chunks[Mod(r - s, P)];
-    for (const Range& sg : Segments(ch, seg)) {
-      ag[s].push_back(c.Recv(buf + B(sg.begin), B(sg.count), left, OpKind::kAllReduceAg, s));
-    }
-  }
   for (int s = 0; s <= P - 2; ++s) {
     const auto segs = Segments(chunks[Mod(r - s, P)], seg);
     for (size_t k = 0; k < segs.size(); ++k) {
@@ -393,39 +395,36 @@ Status Communicator::RingReduceScatter(Call& c, const char* in, char* out, DType
   const int64_t seg = c.SegElems(dtype, m);
   const int64_t block = DTypeBytes(dtype, m);
   auto B = [&](int64_t elems) { return DTypeBytes(dtype, elems); };
-  // tmp[2] receive partial sums; acc[2] hold this rank's partial sums while they are sent.
-  char* base = Scratch(4 * block);
-  char* tmp[2] = {base, base + block};
-  char* acc[2] = {base + 2 * block, base + 3 * block};
+  // One receive area per step (all posted up front, see RingAllReduce); acc[2] hold this rank's
+  // partial sums while they are being sent.
+  char* base = Scratch(static_cast<size_t>(block) * (P - 1 + 2));
+  char* acc[2] = {base + block * (P - 1), base + block * P};
   const auto segs = Segments({0, m}, seg);
 
   // Step s: send block r-s-1 (partially reduced), receive block r-s-2; the last step receives
   // block r and writes the result into `out`.
-  std::vector<std::vector<std::unique_ptr<PendingOp>>> recvs(2), sends(P);
-  auto post_recvs = [&](int s) {
-    recvs[s % 2].clear();
+  std::vector<std::vector<std::unique_ptr<PendingOp>>> recvs(P - 1), sends(P);
+  for (int s = 0; s <= P - 2; ++s) {
     for (const Range& sg : segs) {
-      recvs[s % 2].push_back(
-          c.Recv(tmp[s % 2] + B(sg.begin), B(sg.count), left, OpKind::kReduceScatter, s));
+      recvs[s].push_back(
+          c.Recv(base + block * s + B(sg.begin), B(sg.count), left, OpKind::kReduceScatter, s));
     }
-  };
+  }
   const char* first = in + block * Mod(r - 1, P);
   for (const Range& sg : segs) {
     sends[0].push_back(
         c.Send(first + B(sg.begin), B(sg.count), right, OpKind::kReduceScatter, 0));
   }
-  post_recvs(0);
   for (int s = 0; s <= P - 2; ++s) {
-    if (s + 1 <= P - 2) post_recvs(s + 1);
-    // acc[(s) % 2] is rewritten below; the sends that read it two steps ago must be done.
+    // acc[s % 2] is rewritten below; the sends that read it two steps ago must be done.
     if (s >= 1) LOOM_RETURN_IF_ERROR(WaitAll(sends[s - 1], c.deadline));
     const char* mine = in + block * Mod(r - s - 2, P);
     const bool last = s == P - 2;
     char* target = last ? out : acc[s % 2];
     for (size_t k = 0; k < segs.size(); ++k) {
-      LOOM_RETURN_IF_ERROR(recvs[s % 2][k]->Wait(c.deadline));
+      LOOM_RETURN_IF_ERROR(recvs[s][k]->Wait(c.deadline));
       const int64_t off = B(segs[k].begin);
-      ReduceInto(dtype, op, target + off, mine + off, tmp[s % 2] + off, segs[k].count);
+      ReduceInto(dtype, op, target + off, mine + off, base + block * s + off, segs[k].count);
       if (last) {
         if (op == ReduceOp::kAvg) DivideInPlace(dtype, target + off, segs[k].count, P);
       } else {
