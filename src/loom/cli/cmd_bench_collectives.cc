@@ -192,7 +192,7 @@ int RunRank(const CollArgs& a) {
   for (BenchOp op : ops) {
     if (leader) {
       std::printf("\n# %s, float sum, %d ranks: time in us (median of %d reps x %d iters), "
-                  "busbw in GB/s; ratio = best peer time / loom time\n",
+                  "busbw in GB/s (algbw in the JSON); ratio = best peer time / loom time\n",
                   OpName(op), P, a.reps, a.iters);
     }
     bool header_printed = false;
@@ -272,6 +272,7 @@ int RunRank(const CollArgs& a) {
         row["arms"][arms[k]->name()] = {{"time_us_median", st.median * 1e6},
                                         {"time_us_p10", st.p10 * 1e6},
                                         {"time_us_p90", st.p90 * 1e6},
+                                        {"algbw_GBps", total_bytes / st.median / 1e9},
                                         {"busbw_GBps", busbw}};
         if (k == 0) loom_t = st.median;
         else if (k >= n_loom_arms) best_peer = std::min(best_peer, st.median);
