@@ -27,6 +27,27 @@ Stats Summarize(std::vector<double> v) {
   return s;
 }
 
+namespace {
+
+// The source tree's commit when it is available (a "-dirty" suffix for uncommitted changes),
+// else the commit CMake saw when it configured the build (which can be older).
+std::string SourceCommit() {
+  std::string cmd = std::string("git -C '") + LOOM_SOURCE_DIR +
+                    "' describe --always --dirty --abbrev=7 2>/dev/null";
+  if (FILE* p = ::popen(cmd.c_str(), "r")) {
+    char buf[64] = {0};
+    bool ok = std::fgets(buf, sizeof(buf), p) != nullptr;
+    if (::pclose(p) == 0 && ok) {
+      std::string c(buf);
+      while (!c.empty() && (c.back() == '\n' || c.back() == '\r')) c.pop_back();
+      if (!c.empty()) return c;
+    }
+  }
+  return std::string(LOOM_GIT_COMMIT) + " (configure time)";
+}
+
+}  // namespace
+
 nlohmann::json HostInfo() {
   char host[256] = "?";
   ::gethostname(host, sizeof(host) - 1);
@@ -44,7 +65,7 @@ nlohmann::json HostInfo() {
           {"cpu", cpu},
           {"cores", std::thread::hardware_concurrency()},
           {"loadavg_1m", load},
-          {"commit", LOOM_GIT_COMMIT},
+          {"commit", SourceCommit()},
           {"build_type", LOOM_BUILD_TYPE}};
 }
 
