@@ -1,18 +1,14 @@
 #include "loom/cli/rank_setup.h"
 
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <cstdio>
-
-extern char** environ;
 
 #include "loom/cli/commands.h"
 #include "loom/comm/gloo/gloo_transport.h"
 #include "loom/comm/inproc/inproc_transport.h"
 #include "loom/comm/launcher.h"
+#include "loom/comm/subprocess.h"
 
 namespace loom::cli {
 
@@ -43,27 +39,12 @@ Result<RankContext> ConnectRank(const std::string& purpose) {
 
 int RunForeground(const std::vector<std::string>& argv,
                   const std::map<std::string, std::string>& env) {
-  std::vector<std::string> env_strings;
-  for (char** e = environ; *e; ++e) {
-    std::string kv(*e);
-    if (!env.count(kv.substr(0, kv.find('=')))) env_strings.push_back(kv);
-  }
-  for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
-  std::vector<char*> cargv, cenv;
-  for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
-  cargv.push_back(nullptr);
-  for (const auto& e : env_strings) cenv.push_back(const_cast<char*>(e.c_str()));
-  cenv.push_back(nullptr);
-  pid_t pid;
-  if (::posix_spawnp(&pid, cargv[0], nullptr, nullptr, cargv.data(), cenv.data()) != 0) {
-    std::fprintf(stderr, "loom: cannot run %s\n", cargv[0]);
+  comm::Subprocess child;
+  if (Status s = child.Start(argv, env, /*capture_output=*/false); !s.ok()) {
+    std::fprintf(stderr, "loom: %s\n", s.ToString().c_str());
     return 127;
   }
-  int st = 0;
-  while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
-  }
-  if (WIFSIGNALED(st)) return 128 + WTERMSIG(st);
-  return WEXITSTATUS(st);
+  return child.Wait().ShellCode();
 }
 
 int RelaunchAsRanks(const std::vector<std::string>& argv, int nproc, const std::string& who) {

@@ -42,14 +42,16 @@ void Subprocess::CloseStderr() {
 }
 
 Status Subprocess::Start(const std::vector<std::string>& argv,
-                         const std::map<std::string, std::string>& env) {
+                         const std::map<std::string, std::string>& env, bool capture_output) {
   if (argv.empty()) return InvalidArgumentError("empty command");
-  int out[2], err[2];
-  if (::pipe2(out, O_CLOEXEC) != 0) return InternalError(std::string("pipe: ") + strerror(errno));
-  if (::pipe2(err, O_CLOEXEC) != 0) {
-    ::close(out[0]);
-    ::close(out[1]);
-    return InternalError(std::string("pipe: ") + strerror(errno));
+  int out[2] = {-1, -1}, err[2] = {-1, -1};
+  if (capture_output) {
+    if (::pipe2(out, O_CLOEXEC) != 0) return InternalError(std::string("pipe: ") + strerror(errno));
+    if (::pipe2(err, O_CLOEXEC) != 0) {
+      ::close(out[0]);
+      ::close(out[1]);
+      return InternalError(std::string("pipe: ") + strerror(errno));
+    }
   }
   // Build argv/envp before fork: only async-signal-safe calls are allowed in the child.
   std::vector<std::string> env_strings;
@@ -72,8 +74,10 @@ Status Subprocess::Start(const std::vector<std::string>& argv,
     ::setpgid(0, 0);
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) _exit(126);  // parent died between fork and prctl
-    ::dup2(out[1], STDOUT_FILENO);
-    ::dup2(err[1], STDERR_FILENO);
+    if (capture_output) {
+      ::dup2(out[1], STDOUT_FILENO);
+      ::dup2(err[1], STDERR_FILENO);
+    }
     // Restore default signal dispositions the launcher may have changed.
     ::signal(SIGINT, SIG_DFL);
     ::signal(SIGTERM, SIG_DFL);
@@ -91,8 +95,10 @@ Status Subprocess::Start(const std::vector<std::string>& argv,
     _exit(127);
   }
   ::setpgid(pid, pid);  // also in the parent, so Signal() works even before the child runs
-  ::close(out[1]);
-  ::close(err[1]);
+  if (capture_output) {
+    ::close(out[1]);
+    ::close(err[1]);
+  }
   pid_ = pid;
   out_fd_ = out[0];
   err_fd_ = err[0];
@@ -103,10 +109,23 @@ void Subprocess::Signal(int sig) {
   if (pid_ > 0 && !exit_) ::kill(-pid_, sig);
 }
 
+ExitStatus Subprocess::Wait() {
+  while (!exit_ && pid_ > 0) {
+    if (!Reap(0)) return ExitStatus{127, 0};
+  }
+  return exit_.value_or(ExitStatus{127, 0});
+}
+
 std::optional<ExitStatus> Subprocess::Poll() {
   if (exit_ || pid_ <= 0) return exit_;
+  Reap(WNOHANG);
+  return exit_;
+}
+
+bool Subprocess::Reap(int flags) {
   int st = 0;
-  pid_t r = ::waitpid(pid_, &st, WNOHANG);
+  pid_t r = ::waitpid(pid_, &st, flags);
+  if (r < 0 && errno != EINTR) return false;
   if (r == pid_) {
     ExitStatus e;
     if (WIFEXITED(st)) e.code = WEXITSTATUS(st);
@@ -115,7 +134,7 @@ std::optional<ExitStatus> Subprocess::Poll() {
     // The rank may have left children in its group (e.g. a shell's jobs): stop them too.
     ::kill(-pid_, SIGKILL);
   }
-  return exit_;
+  return true;
 }
 
 }  // namespace loom::comm

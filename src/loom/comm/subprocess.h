@@ -34,7 +34,10 @@ class Subprocess {
 
   // Starts argv[0] (searched in PATH) with the current environment plus `env` overrides.
   // An exec failure shows up as exit status 127 with a message on the child's stderr.
-  Status Start(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env);
+  // `capture_output`: stdout/stderr on pipes (read them via stdout_fd/stderr_fd); otherwise the
+  // child writes to this process's stdout/stderr.
+  Status Start(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
+               bool capture_output = true);
 
   pid_t pid() const { return pid_; }
   int stdout_fd() const { return out_fd_; }
@@ -46,9 +49,14 @@ class Subprocess {
   void Signal(int sig);
   // Non-blocking reap: the exit status once the child has exited.
   std::optional<ExitStatus> Poll();
+  // Blocks until the child exits.
+  ExitStatus Wait();
   std::optional<ExitStatus> exit_status() const { return exit_; }
 
  private:
+  // waitpid with `flags`; records the exit status. False on an unrecoverable waitpid error.
+  bool Reap(int flags);
+
   pid_t pid_ = -1;
   int out_fd_ = -1;
   int err_fd_ = -1;
