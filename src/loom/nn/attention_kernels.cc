@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "loom/base/convert.h"
 #include "loom/nn/internal/fast_exp.h"
@@ -90,9 +91,17 @@ Status GemmF32(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, c
 
 Status GemmBF16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const uint16_t* a,
                 int64_t lda, const uint16_t* b, int64_t ldb, float beta, float* c, int64_t ldc) {
-  return FromDnnl(dnnl_gemm_bf16bf16f32(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, a, lda, b,
-                                        ldb, beta, c, ldc),
-                  "dnnl_gemm_bf16bf16f32");
+  dnnl_status_t s = dnnl_gemm_bf16bf16f32(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, a, lda,
+                                          b, ldb, beta, c, ldc);
+  if (s != dnnl_unimplemented) return FromDnnl(s, "dnnl_gemm_bf16bf16f32");
+  // CPUs without AVX-512 have no native bf16 GEMM in oneDNN: widen the operands and use sgemm.
+  // Only the elements the matrices span: (rows - 1) * ld + cols (strided views end mid-row).
+  const int64_t a_rows = ta ? k : m, a_cols = ta ? m : k;
+  const int64_t b_rows = tb ? n : k, b_cols = tb ? k : n;
+  std::vector<float> a32((a_rows - 1) * lda + a_cols), b32((b_rows - 1) * ldb + b_cols);
+  ConvertBF16ToF32(a, a32.data(), static_cast<int64_t>(a32.size()));
+  ConvertBF16ToF32(b, b32.data(), static_cast<int64_t>(b32.size()));
+  return GemmF32(ta, tb, m, n, k, alpha, a32.data(), lda, b32.data(), ldb, beta, c, ldc);
 }
 
 float ExpNonPositive(float x) { return ExpCore(x); }
