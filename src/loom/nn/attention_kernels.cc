@@ -94,7 +94,13 @@ Status GemmBF16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, 
   dnnl_status_t s = dnnl_gemm_bf16bf16f32(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, a, lda,
                                           b, ldb, beta, c, ldc);
   if (s != dnnl_unimplemented) return FromDnnl(s, "dnnl_gemm_bf16bf16f32");
-  // CPUs without AVX-512 have no native bf16 GEMM in oneDNN: widen the operands and use sgemm.
+  // CPUs without AVX-512 have no native bf16 GEMM in oneDNN.
+  return GemmBF16Widened(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+Status GemmBF16Widened(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
+                       const uint16_t* a, int64_t lda, const uint16_t* b, int64_t ldb, float beta,
+                       float* c, int64_t ldc) {
   // Only the elements the matrices span: (rows - 1) * ld + cols (strided views end mid-row).
   const int64_t a_rows = ta ? k : m, a_cols = ta ? m : k;
   const int64_t b_rows = tb ? n : k, b_cols = tb ? k : n;

@@ -19,6 +19,11 @@ Status GemmF32(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, c
 Status GemmBF16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const uint16_t* a,
                 int64_t lda, const uint16_t* b, int64_t ldb, float beta, float* c, int64_t ldc);
 
+// The fallback GemmBF16 uses where oneDNN has no bf16 GEMM: operands widened to fp32, sgemm.
+Status GemmBF16Widened(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
+                       const uint16_t* a, int64_t lda, const uint16_t* b, int64_t ldb, float beta,
+                       float* c, int64_t ldc);
+
 // exp(x) for x <= 0 down to -87 (underflows to 0 below); the softmax's only use.
 float ExpNonPositive(float x);
 

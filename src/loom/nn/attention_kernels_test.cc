@@ -71,8 +71,10 @@ TEST(AttentionKernelsTest, GemmsAgreeWithNaiveProducts) {
   std::vector<uint16_t> a16(a.size()), b16(b.size());
   F32ToBF16(a.data(), a.size(), a16.data(), a.size(), 1, a.size());
   F32ToBF16(b.data(), b.size(), b16.data(), b.size(), 1, b.size());
-  std::vector<float> c16(m * n, 0.0f);
+  std::vector<float> c16(m * n, 0.0f), cw(m * n, 0.0f);
   ASSERT_TRUE(GemmBF16(true, true, m, n, k, 1.0f, a16.data(), m, b16.data(), k, 0.0f, c16.data(), n).ok());
+  ASSERT_TRUE(GemmBF16Widened(true, true, m, n, k, 1.0f, a16.data(), m, b16.data(), k, 0.0f,
+                              cw.data(), n).ok());
   for (int64_t i = 0; i < m; ++i) {
     for (int64_t j = 0; j < n; ++j) {
       double want = 0, want16 = 0;
@@ -82,6 +84,7 @@ TEST(AttentionKernelsTest, GemmsAgreeWithNaiveProducts) {
       }
       ASSERT_NEAR(c[i * n + j], 1.0 + 2 * want, 1e-4);
       ASSERT_NEAR(c16[i * n + j], want16, 1e-4);
+      ASSERT_NEAR(cw[i * n + j], want16, 1e-4);
     }
   }
 }
