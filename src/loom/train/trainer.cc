@@ -107,6 +107,83 @@ Result<double> Evaluate(Run& r) {
   return sums[0] / std::max(1.0, sums[1]);
 }
 
+void PrintRunHeader(const Run& r, const nn::FlatLayout& layout) {
+  const TrainConfig& cfg = r.cfg;
+  char buf[512];
+  std::snprintf(buf, sizeof(buf),
+                "model: %lld non-embedding params (%lld total), %lld layers, d_model %lld, "
+                "context %lld | %s | %d ranks x %lld micro x %lld accum = %lld seqs/step | "
+                "%s, %s, %zu buckets\n",
+                (long long)cfg.model.NonEmbeddingParams(), (long long)cfg.model.TotalParams(),
+                (long long)cfg.model.n_layers, (long long)cfg.model.d_model, (long long)r.seq_len,
+                at::toString(r.dtype), r.comm.size(), (long long)cfg.micro_batch,
+                (long long)r.accum, (long long)cfg.global_batch, cfg.dp_mode.c_str(),
+                cfg.overlap ? "overlapped" : "not overlapped", layout.buckets().size());
+  r.out << "data: " << r.data->description() << "\n" << buf << std::flush;
+}
+
+// Forward and backward of every micro-batch of optimizer step `step`; returns the mean loss.
+// Gradient buckets are handed to `reducer` during the last micro-step's backward.
+double ForwardBackward(Run& r, GradReducer& reducer, int64_t step, float* grads,
+                       const uint16_t* grad_bf16) {
+  const TrainConfig& cfg = r.cfg;
+  double step_loss = 0;
+  for (int64_t m = 0; m < r.accum; ++m) {
+    TokenBatch b = r.data->TrainBatch(cfg.seed, step, r.comm.rank(), r.comm.size(), r.accum, m,
+                                      cfg.micro_batch, r.seq_len);
+    reducer.BeginMicroStep(m == r.accum - 1);
+    at::Tensor loss = r.model->Loss(AsTensor(b.tokens, b.batch, b.seq_len),
+                                    AsTensor(b.targets, b.batch, b.seq_len));
+    (loss / static_cast<double>(r.accum)).backward();
+    step_loss += loss.item<double>() / r.accum;
+    if (grad_bf16 != nullptr && m < r.accum - 1) {
+      // Accumulate micro-steps in fp32, not in the bf16 gradient buffer.
+      AccumulateBf16Into(grads, grad_bf16, r.model->layout().total_elements());
+      r.model->ZeroGrads();
+    }
+  }
+  return step_loss;
+}
+
+// Rank 0 at the end: the generated sample and report.html.
+Status FinishRun(Run& r, const RunWriter& writer, TrainSummary& summary) {
+  const TrainConfig& cfg = r.cfg;
+  if (cfg.sample_tokens > 0) {
+    auto ids = nn::Generate(*r.model, nn::ByteTokenizer::Encode(cfg.sample_prompt),
+                            {.max_new_tokens = cfg.sample_tokens,
+                             .temperature = cfg.sample_temperature,
+                             .top_k = cfg.sample_top_k,
+                             .seed = cfg.seed});
+    summary.sample = cfg.sample_prompt + nn::ByteTokenizer::DecodePrintable(ids);
+    r.out << "\nsample (" << cfg.sample_tokens << " bytes after \"" << cfg.sample_prompt
+          << "\"):\n" << summary.sample << "\n\n";
+  }
+  char v[64];
+  std::vector<std::pair<std::string, std::string>> facts;
+  facts.push_back({"data", r.data->description()});
+  facts.push_back({"model", std::to_string(cfg.model.NonEmbeddingParams()) +
+                                " non-embedding parameters, " +
+                                std::to_string(cfg.model.n_layers) + " layers, d_model " +
+                                std::to_string(cfg.model.d_model)});
+  facts.push_back({"training", std::to_string(r.comm.size()) + " ranks, " + cfg.dp_mode + ", " +
+                                   at::toString(r.dtype) + ", " + std::to_string(summary.steps) +
+                                   " steps of " + std::to_string(cfg.global_batch) + " x " +
+                                   std::to_string(r.seq_len) + " tokens"});
+  std::snprintf(v, sizeof(v), "%.4f -> %.4f (eval %.4f)", summary.first_loss, summary.final_loss,
+                summary.final_eval_loss);
+  facts.push_back({"loss", v});
+  std::snprintf(v, sizeof(v), "%.0f tokens/s (median), MFU %.1f%%", summary.tokens_per_s,
+                100 * summary.mfu);
+  facts.push_back({"throughput", v});
+  std::snprintf(v, sizeof(v), "%.1f GFLOP/s per rank", r.peak / 1e9);
+  facts.push_back({"GEMM peak", v});
+  facts.push_back({"MFU convention", MfuConvention()});
+  LOOM_RETURN_IF_ERROR(writer.WriteReport("loom train: " + summary.run_dir, facts, summary.sample));
+  r.out << "run directory: " << summary.run_dir << " (config.json, metrics.jsonl, report.html)\n"
+        << std::flush;
+  return OkStatus();
+}
+
 }  // namespace
 
 Result<TrainSummary> RunTraining(const TrainConfig& cfg, comm::Communicator& comm,
@@ -168,18 +245,7 @@ Result<TrainSummary> RunTraining(const TrainConfig& cfg, comm::Communicator& com
     resolved["run_dir"] = run_dir;
     LOOM_RETURN_IF_ERROR(w.WriteConfig(resolved));
     writer = std::move(w);
-    char buf[512];
-    std::snprintf(buf, sizeof(buf),
-                  "model: %lld non-embedding params (%lld total), %lld layers, d_model %lld, "
-                  "context %lld | %s | %d ranks x %lld micro x %lld accum = %lld seqs/step | "
-                  "%s, %s, %zu buckets\n",
-                  (long long)cfg.model.NonEmbeddingParams(), (long long)cfg.model.TotalParams(),
-                  (long long)cfg.model.n_layers, (long long)cfg.model.d_model,
-                  (long long)r.seq_len, at::toString(r.dtype), comm.size(),
-                  (long long)cfg.micro_batch, (long long)r.accum, (long long)cfg.global_batch,
-                  cfg.dp_mode.c_str(), cfg.overlap ? "overlapped" : "not overlapped",
-                  layout.buckets().size());
-    out << "data: " << r.data->description() << "\n" << buf << std::flush;
+    PrintRunHeader(r, layout);
   }
 
   const uint16_t* grad_bf16 =
@@ -212,22 +278,8 @@ Result<TrainSummary> RunTraining(const TrainConfig& cfg, comm::Communicator& com
       r.grad_fp32.zero_();
       if (r.dtype != at::kFloat) r.model->ZeroGrads();
     }
-    double step_loss = 0;
     Stopwatch phase;
-    for (int64_t m = 0; m < r.accum; ++m) {
-      TokenBatch b = r.data->TrainBatch(cfg.seed, step, comm.rank(), comm.size(), r.accum, m,
-                                        cfg.micro_batch, r.seq_len);
-      reducer.BeginMicroStep(m == r.accum - 1);
-      at::Tensor loss = r.model->Loss(AsTensor(b.tokens, b.batch, b.seq_len),
-                                      AsTensor(b.targets, b.batch, b.seq_len));
-      (loss / static_cast<double>(r.accum)).backward();
-      step_loss += loss.item<double>() / r.accum;
-      if (r.dtype != at::kFloat && m < r.accum - 1) {
-        // Accumulate micro-steps in fp32, not in the bf16 gradient buffer.
-        AccumulateBf16Into(grads, grad_bf16, n_flat);
-        r.model->ZeroGrads();
-      }
-    }
+    const double step_loss = ForwardBackward(r, reducer, step, grads, grad_bf16);
     window_fwd_bwd += phase.Seconds();
     LOOM_RETURN_IF_ERROR(reducer.FinishStep().WithContext("step " + std::to_string(step)));
     phase.Reset();
@@ -279,45 +331,9 @@ Result<TrainSummary> RunTraining(const TrainConfig& cfg, comm::Communicator& com
   if (!step_tps.empty()) {
     std::sort(step_tps.begin(), step_tps.end());
     summary.tokens_per_s = step_tps[step_tps.size() / 2];
-  } else if (!writer || writer->rows().empty()) {
-    summary.tokens_per_s = 0;
   }
   summary.mfu = Mfu(summary.tokens_per_s, r.flops_per_token, comm.size(), r.peak);
-  if (r.leader) {
-    if (cfg.sample_tokens > 0) {
-      auto ids = nn::Generate(*r.model, nn::ByteTokenizer::Encode(cfg.sample_prompt),
-                              {.max_new_tokens = cfg.sample_tokens,
-                               .temperature = cfg.sample_temperature,
-                               .top_k = cfg.sample_top_k,
-                               .seed = cfg.seed});
-      summary.sample = cfg.sample_prompt + nn::ByteTokenizer::DecodePrintable(ids);
-      out << "\nsample (" << cfg.sample_tokens << " bytes after \"" << cfg.sample_prompt
-          << "\"):\n" << summary.sample << "\n\n";
-    }
-    char v[64];
-    std::vector<std::pair<std::string, std::string>> facts;
-    facts.push_back({"data", r.data->description()});
-    facts.push_back({"model", std::to_string(cfg.model.NonEmbeddingParams()) +
-                                  " non-embedding parameters, " +
-                                  std::to_string(cfg.model.n_layers) + " layers, d_model " +
-                                  std::to_string(cfg.model.d_model)});
-    facts.push_back({"training", std::to_string(comm.size()) + " ranks, " + cfg.dp_mode + ", " +
-                                     at::toString(r.dtype) + ", " + std::to_string(summary.steps) +
-                                     " steps of " + std::to_string(cfg.global_batch) + " x " +
-                                     std::to_string(r.seq_len) + " tokens"});
-    std::snprintf(v, sizeof(v), "%.4f -> %.4f (eval %.4f)", summary.first_loss,
-                  summary.final_loss, summary.final_eval_loss);
-    facts.push_back({"loss", v});
-    std::snprintf(v, sizeof(v), "%.0f tokens/s (median), MFU %.1f%%", summary.tokens_per_s,
-                  100 * summary.mfu);
-    facts.push_back({"throughput", v});
-    std::snprintf(v, sizeof(v), "%.1f GFLOP/s per rank", r.peak / 1e9);
-    facts.push_back({"GEMM peak", v});
-    facts.push_back({"MFU convention", MfuConvention()});
-    LOOM_RETURN_IF_ERROR(writer->WriteReport("loom train: " + run_dir, facts, summary.sample));
-    out << "run directory: " << run_dir << " (config.json, metrics.jsonl, report.html)\n"
-        << std::flush;
-  }
+  if (r.leader) LOOM_RETURN_IF_ERROR(FinishRun(r, *writer, summary));
   return summary;
 }
 
