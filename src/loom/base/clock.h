@@ -25,6 +25,9 @@ inline Deadline DeadlineAfter(std::chrono::milliseconds timeout) {
   return SteadyClock::now() + timeout;
 }
 
+// A deadline that does not expire in practice (for waits that have no timeout).
+inline Deadline FarFuture() { return SteadyClock::now() + std::chrono::hours(24 * 365); }
+
 // Milliseconds left before `deadline` (never negative).
 inline std::chrono::milliseconds TimeLeft(Deadline deadline) {
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - SteadyClock::now());

@@ -9,15 +9,16 @@
 #include <filesystem>
 
 namespace loom {
-namespace {
 
 Status ErrnoError(const std::string& what, const std::string& path, int err) {
   std::string msg = what + " '" + path + "': " + std::strerror(err);
   if (err == ENOENT) return NotFoundError(msg);
   if (err == EACCES || err == EPERM) return PermissionDeniedError(msg);
-  if (err == ENOSPC) return ResourceExhaustedError(msg);
+  if (err == ENOSPC || err == EDQUOT) return ResourceExhaustedError(msg);
   return InternalError(msg);
 }
+
+namespace {
 
 Status WriteAll(int fd, std::string_view data, const std::string& path) {
   while (!data.empty()) {

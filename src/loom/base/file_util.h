@@ -16,6 +16,10 @@ Status WriteFileAtomic(const std::string& path, std::string_view content);
 // mkdir -p.
 Status MakeDirs(const std::string& path);
 bool PathExists(const std::string& path);
+// A Status for a failed system call on `path`: "<what> '<path>': <strerror>", with the code
+// following errno (ENOENT -> kNotFound, EACCES/EPERM -> kPermissionDenied,
+// ENOSPC/EDQUOT -> kResourceExhausted, else kInternal).
+Status ErrnoError(const std::string& what, const std::string& path, int err);
 // Appends one line (plus '\n') with a single write(2) and flushes it to the kernel.
 Status AppendLine(const std::string& path, std::string_view line);
 

@@ -11,6 +11,7 @@
 // Thread-safety: value types; distinct objects may be used from different threads freely.
 #pragma once
 
+#include <ostream>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -67,6 +68,9 @@ class [[nodiscard]] Status {
 };
 
 inline Status OkStatus() { return Status(); }
+// "INVALID_ARGUMENT: message" (for logs and test failure messages).
+inline std::ostream& operator<<(std::ostream& os, const Status& s) { return os << s.ToString(); }
+
 Status CancelledError(std::string message);
 Status UnknownError(std::string message);
 Status InvalidArgumentError(std::string message);

@@ -1,0 +1,388 @@
+#include "loom/ckpt/checkpointer.h"
+
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <thread>
+
+#include "loom/base/clock.h"
+#include "loom/base/file_util.h"
+#include "loom/base/logging.h"
+#include "loom/ckpt/parallel.h"
+#include "loom/comm/communicator.h"
+
+namespace loom::ckpt {
+
+using nlohmann::json;
+
+std::string StepDirName(int64_t step) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "step_%08lld", static_cast<long long>(step));
+  return buf;
+}
+
+struct SaveJob {
+  int64_t step = 0;
+  SaveOptions opts;
+  std::shared_ptr<const GlobalPlan> plan;
+  HostPool::Slot slot;
+  std::string tmp_dir, final_dir;
+  SaveStats stats;
+  std::map<std::string, std::vector<std::pair<int, uint64_t>>> hashes;  // name -> (chunk, xxh64)
+  Mutex mu;
+  CondVar cv;
+  bool done LOOM_GUARDED_BY(mu) = false;
+  Status status LOOM_GUARDED_BY(mu);
+  bool reported = false;  // handed to TakeErrors
+
+  void Finish(Status s) {
+    MutexLock l(&mu);
+    status = std::move(s);
+    done = true;
+    cv.NotifyAll();
+  }
+};
+
+Status SaveHandle::Wait() {
+  if (!job_) return FailedPreconditionError("SaveHandle: no save");
+  MutexLock l(&job_->mu);
+  job_->cv.WaitUntil(&job_->mu, FarFuture(), [&]() LOOM_REQUIRES(job_->mu) { return job_->done; });
+  return job_->status;
+}
+
+bool SaveHandle::Done() const {
+  MutexLock l(&job_->mu);
+  return job_->done;
+}
+int64_t SaveHandle::step() const { return job_->step; }
+const SaveStats& SaveHandle::stats() const { return job_->stats; }
+
+Checkpointer::Checkpointer(Storage* storage, std::string root, comm::Communicator* comm,
+                           Options options)
+    : storage_(storage),
+      root_(std::move(root)),
+      comm_(comm),
+      rank_(comm ? comm->rank() : 0),
+      world_(comm ? comm->size() : 1),
+      options_(std::move(options)),
+      pool_(options_.pool_slots),
+      io_({.num_threads = std::max(1, options_.io_threads), .name = "ckpt-io"}),
+      worker_({.num_threads = 1, .name = "ckpt"}) {
+  if (options_.telemetry_dir.empty() && storage_->name() == "posix") {
+    options_.telemetry_dir = JoinPath(root_, "telemetry");
+  }
+  io_.Start();
+  worker_.Start();
+}
+
+Checkpointer::~Checkpointer() {
+  WaitAll().IgnoreError();
+  worker_.Stop();
+  io_.Stop();
+}
+
+void Checkpointer::Telemetry(int64_t step, const char* stage, int64_t t0_ns, int64_t t1_ns,
+                             int64_t bytes) {
+  if (options_.telemetry_dir.empty()) return;
+  json j = {{"step", step},        {"rank", rank_},         {"stage", stage},
+            {"t_start", t0_ns * 1e-9}, {"t_end", t1_ns * 1e-9}, {"bytes", bytes}};
+  const std::string path = JoinPath(options_.telemetry_dir, "r" + std::to_string(rank_) + ".jsonl");
+  Status s = MakeDirs(options_.telemetry_dir);
+  if (s.ok()) s = AppendLine(path, j.dump());
+  if (!s.ok()) LOOM_LOG(WARNING, "ckpt") << "telemetry: " << s;
+}
+
+Result<std::shared_ptr<const GlobalPlan>> Checkpointer::Plan(const LocalPlan& local,
+                                                              bool use_cache, bool* cached) {
+  const std::string text = SerializeLocalPlan(local);
+  const uint64_t h = XXH64(text.data(), text.size(), static_cast<uint64_t>(world_));
+  auto it = use_cache ? cache_.find(h) : cache_.end();
+  int64_t mine[2] = {static_cast<int64_t>(h),
+                     it == cache_.end() ? 0 : static_cast<int64_t>(it->second.global_key)};
+  std::vector<int64_t> all(2 * world_);
+  if (comm_ != nullptr) {
+    LOOM_RETURN_IF_ERROR(comm_->AllGather(TensorView::Of(mine, 2), TensorView::Of(all.data(),
+                                                                                  all.size()))
+                             .WithContext("checkpoint plan agreement"));
+  } else {
+    all = {mine[0], mine[1]};
+  }
+  std::vector<int64_t> hashes;
+  for (int r = 0; r < world_; ++r) hashes.push_back(all[2 * r]);
+  const uint64_t global_key =
+      XXH64(hashes.data(), hashes.size() * sizeof(int64_t), 0x6c6f6f6d) | 1;  // never 0
+  bool hit = use_cache;
+  for (int r = 0; r < world_ && hit; ++r) {
+    hit = static_cast<uint64_t>(all[2 * r + 1]) == global_key;
+  }
+  *cached = hit;
+  if (hit) return it->second.plan;
+
+  // Miss somewhere: everyone exchanges local plans and re-plans.
+  ++plan_gathers_;
+  std::vector<LocalPlan> plans(world_);
+  if (comm_ != nullptr) {
+    int64_t len = static_cast<int64_t>(text.size());
+    std::vector<int64_t> lens(world_);
+    LOOM_RETURN_IF_ERROR(
+        comm_->AllGather(TensorView::Of(&len, 1), TensorView::Of(lens.data(), world_))
+            .WithContext("checkpoint plan gather"));
+    int64_t total = 0;
+    for (int64_t l : lens) total += l;
+    std::string everything(static_cast<size_t>(total), '\0');
+    LOOM_RETURN_IF_ERROR(
+        comm_->AllGatherV(TensorView(const_cast<char*>(text.data()), DType::kU8, {len}),
+                          TensorView(everything.data(), DType::kU8, {total}), lens)
+            .WithContext("checkpoint plan gather"));
+    int64_t at = 0;
+    for (int r = 0; r < world_; ++r) {
+      if (r == rank_) {
+        plans[r] = local;
+      } else {
+        LOOM_ASSIGN_OR_RETURN(plans[r], ParseLocalPlan(std::string_view(everything).substr(
+                                                           at, lens[r]),
+                                                       r));
+      }
+      at += lens[r];
+    }
+  } else {
+    plans[0] = local;
+  }
+  LOOM_ASSIGN_OR_RETURN(GlobalPlan g, MakeGlobalPlan(plans));
+  auto plan = std::make_shared<const GlobalPlan>(std::move(g));
+  if (use_cache) {
+    if (cache_.size() >= 8) cache_.erase(cache_.begin());
+    cache_[h] = {global_key, plan};
+  }
+  return std::shared_ptr<const GlobalPlan>(plan);
+}
+
+Status Checkpointer::PrepareStepDir(int64_t step) {
+  const std::string final_dir = JoinPath(root_, StepDirName(step));
+  if (storage_->Exists(final_dir)) {
+    return AlreadyExistsError("checkpoint " + final_dir + " already exists");
+  }
+  if (rank_ != 0) return OkStatus();
+  LOOM_RETURN_IF_ERROR(storage_->MakeDirs(root_));
+  if (!cleaned_root_) {
+    // Leftovers of saves that crashed before their commit.
+    LOOM_ASSIGN_OR_RETURN(auto names, storage_->List(root_));
+    for (const std::string& n : names) {
+      if (n.starts_with("step_") && n.ends_with(".tmp")) {
+        LOOM_LOG(INFO, "ckpt") << "removing uncommitted " << JoinPath(root_, n);
+        LOOM_RETURN_IF_ERROR(storage_->RemoveAll(JoinPath(root_, n)));
+      }
+    }
+    cleaned_root_ = true;
+  }
+  return storage_->RemoveAll(final_dir + ".tmp");
+}
+
+Result<SaveHandle> Checkpointer::Save(int64_t step, const StateDict& state,
+                                      const SaveOptions& opts) {
+  const int64_t t0 = WallNanos();
+  Stopwatch sw;
+  auto job = std::make_shared<SaveJob>();
+  job->step = step;
+  job->opts = opts;
+  job->final_dir = JoinPath(root_, StepDirName(step));
+  job->tmp_dir = job->final_dir + ".tmp";
+  LOOM_ASSIGN_OR_RETURN(LocalPlan local, MakeLocalPlan(state));
+  Status prep = PrepareStepDir(step);
+  // Rank 0's cleanup must finish before anyone writes: the plan exchange orders it.
+  bool cached = false;
+  auto plan = Plan(local, opts.plan_cache, &cached);
+  LOOM_RETURN_IF_ERROR(prep);
+  LOOM_RETURN_IF_ERROR(plan.status());
+  job->plan = *plan;
+  job->stats.plan_cached = cached;
+  job->stats.plan_s = sw.Seconds();
+  LOOM_RETURN_IF_ERROR(storage_->MakeDirs(JoinPath(job->tmp_dir, "data")));
+  LOOM_RETURN_IF_ERROR(storage_->MakeDirs(JoinPath(job->tmp_dir, "done")));
+  const int64_t t_plan = WallNanos();
+
+  // Snapshot: copy this rank's items into its file image.
+  const GlobalPlan& g = *job->plan;
+  const int64_t image = g.file_bytes[rank_];
+  job->stats.bytes = image;
+  job->slot = pool_.Acquire(image);
+  char* base = job->slot.data;
+  int64_t filled = 0;
+  for (const PlannedWrite& w : g.writes[rank_]) {
+    std::memset(base + filled, 0, static_cast<size_t>(w.file_off - filled));
+    const char* src;
+    if (w.object) {
+      src = state.objects()[local.objects[w.local_index].entry].bytes.data();
+    } else {
+      const LocalItem& it = local.items[w.local_index];
+      src = static_cast<const char*>(state.tensors()[it.entry].data) +
+            it.data_elem * (DTypeBits(it.dtype) / 8);
+    }
+    std::memcpy(base + w.file_off, src, static_cast<size_t>(w.bytes));
+    filled = w.file_off + w.bytes;
+  }
+  std::memset(base + filled, 0, static_cast<size_t>(image - filled));
+  const int64_t t_snap = WallNanos();
+  job->stats.snapshot_s = (t_snap - t_plan) * 1e-9;
+  Telemetry(step, "plan", t0, t_plan, 0);
+  Telemetry(step, "snapshot", t_plan, t_snap, image);
+
+  SaveHandle handle(job);
+  pending_.push_back(job);
+  if (opts.async) {
+    worker_.Schedule([this, job] { RunJob(job); });
+  } else {
+    RunJob(job);
+    LOOM_RETURN_IF_ERROR(handle.Wait());
+  }
+  return handle;
+}
+
+Status Checkpointer::WriteImage(SaveJob& job) {
+  const std::string path = JoinPath(job.tmp_dir, job.plan->meta.files[rank_].path);
+  LOOM_ASSIGN_OR_RETURN(auto file, storage_->Create(path, {.direct = job.opts.direct_io}));
+  const int64_t image = job.plan->file_bytes[rank_];
+  const int64_t block = std::max<int64_t>(kAlignment, AlignUp(job.opts.block_bytes));
+  const int64_t blocks = (image + block - 1) / block;
+  LOOM_RETURN_IF_ERROR(ParallelFor(&io_, blocks, [&](int64_t b) {
+    const int64_t off = b * block;
+    return file->WriteAt(off, job.slot.data + off, std::min(block, image - off));
+  }));
+  LOOM_RETURN_IF_ERROR(file->Sync());
+  return file->Close();
+}
+
+void Checkpointer::RunJob(const std::shared_ptr<SaveJob>& job) {
+  const int64_t t0 = WallNanos();
+  Status s = WriteImage(*job);
+  const int64_t t_write = WallNanos();
+  Telemetry(job->step, "write", t0, t_write, job->stats.bytes);
+  const auto& writes = job->plan->writes[rank_];
+  if (s.ok() && job->opts.checksum) {
+    std::vector<uint64_t> h(writes.size());
+    s = ParallelFor(&io_, static_cast<int64_t>(writes.size()), [&](int64_t i) {
+      h[i] = XXH64(job->slot.data + writes[i].file_off, static_cast<size_t>(writes[i].bytes), 0);
+      return OkStatus();
+    });
+    for (size_t i = 0; i < writes.size(); ++i) {
+      job->hashes[(writes[i].object ? "\x01" : "") + writes[i].name].push_back(
+          {writes[i].chunk, h[i]});
+    }
+    Telemetry(job->step, "checksum", t_write, WallNanos(), job->stats.bytes);
+  }
+  pool_.Release(job->slot);
+
+  json marker = {{"ok", s.ok()}, {"error", s.ok() ? "" : s.ToString()}};
+  json hashes = json::object();
+  for (const auto& [name, list] : job->hashes) {
+    json arr = json::array();
+    for (const auto& [chunk, h] : list) arr.push_back({chunk, HexU64(h)});
+    hashes[name] = arr;
+  }
+  marker["xxh64"] = std::move(hashes);
+  Status ms = storage_->WriteSmallFile(
+      JoinPath(job->tmp_dir, "done/r" + std::to_string(rank_) + ".json"), marker.dump());
+  if (s.ok()) s = ms;
+  if (rank_ == 0) {
+    const int64_t tc = WallNanos();
+    Status cs = Commit(*job);
+    Telemetry(job->step, "commit", tc, WallNanos(), 0);
+    if (s.ok()) s = cs;
+    if (!cs.ok()) {
+      Status rm = storage_->RemoveAll(job->tmp_dir);
+      if (!rm.ok()) LOOM_LOG(WARNING, "ckpt") << "cleanup: " << rm;
+    }
+  }
+  if (!s.ok()) {
+    s = s.WithContext("checkpoint step " + std::to_string(job->step) + " (rank " +
+                      std::to_string(rank_) + ")");
+    LOOM_LOG(WARNING, "ckpt") << "save failed: " << s;
+  }
+  job->Finish(s);
+}
+
+Status Checkpointer::Commit(SaveJob& job) {
+  CheckpointMeta meta = job.plan->meta;
+  meta.step = job.step;
+  meta.producer = job.opts.producer;
+  meta.user = job.opts.user;
+  const Deadline deadline = DeadlineAfter(job.opts.commit_timeout);
+  for (int r = 0; r < world_; ++r) {
+    const std::string marker = JoinPath(job.tmp_dir, "done/r" + std::to_string(r) + ".json");
+    auto sleep = std::chrono::milliseconds(1);
+    while (!storage_->Exists(marker)) {
+      if (SteadyClock::now() > deadline) {
+        return DeadlineExceededError("rank " + std::to_string(r) + " did not finish writing " +
+                                     "within " + std::to_string(job.opts.commit_timeout.count()) +
+                                     " ms");
+      }
+      std::this_thread::sleep_for(sleep);
+      sleep = std::min(sleep * 2, std::chrono::milliseconds(50));
+    }
+    LOOM_ASSIGN_OR_RETURN(std::string text, storage_->ReadSmallFile(marker));
+    json m = json::parse(text, nullptr, false);
+    if (m.is_discarded() || !m.is_object()) return DataLossError(marker + " is not JSON");
+    if (!m.value("ok", false)) {
+      return AbortedError("rank " + std::to_string(r) + " failed: " +
+                          m.value("error", std::string("?")));
+    }
+    for (const auto& [name, arr] : m["xxh64"].items()) {
+      for (const json& e : arr) {
+        const int chunk = e.at(0).get<int>();
+        LOOM_ASSIGN_OR_RETURN(uint64_t h, ParseHexU64(e.at(1).get<std::string>()));
+        if (name.starts_with("\x01")) {
+          meta.objects.at(name.substr(1)).at(chunk).xxh64 = h;
+        } else {
+          meta.tensors.at(name).chunks.at(chunk).xxh64 = h;
+        }
+      }
+    }
+  }
+  LOOM_RETURN_IF_ERROR(
+      storage_->WriteSmallFile(JoinPath(job.tmp_dir, kMetadataFile), MetadataToJson(meta)));
+  LOOM_RETURN_IF_ERROR(storage_->RemoveAll(JoinPath(job.tmp_dir, "done")));
+  LOOM_RETURN_IF_ERROR(storage_->WriteSmallFile(JoinPath(job.tmp_dir, kCommittedFile),
+                                                "step " + std::to_string(job.step) + "\n"));
+  LOOM_RETURN_IF_ERROR(storage_->Rename(job.tmp_dir, job.final_dir));
+  LOOM_RETURN_IF_ERROR(storage_->WriteSmallFile(JoinPath(root_, kLatestFile),
+                                                StepDirName(job.step) + "\n"));
+  if (job.opts.keep > 0) {
+    LOOM_ASSIGN_OR_RETURN(auto names, storage_->List(root_));
+    std::vector<std::string> steps;
+    for (const std::string& n : names) {
+      if (n.starts_with("step_") && !n.ends_with(".tmp")) steps.push_back(n);
+    }
+    const std::string current = StepDirName(job.step);
+    for (size_t i = 0; i + job.opts.keep < steps.size(); ++i) {
+      if (steps[i] == current) continue;
+      LOOM_RETURN_IF_ERROR(storage_->RemoveAll(JoinPath(root_, steps[i])));
+    }
+  }
+  return OkStatus();
+}
+
+Status Checkpointer::WaitAll() {
+  Status first;
+  for (auto& job : pending_) {
+    Status s = SaveHandle(job).Wait();
+    if (!s.ok() && first.ok()) first = s;
+    job->reported = true;
+  }
+  pending_.clear();
+  return first;
+}
+
+std::vector<Status> Checkpointer::TakeErrors() {
+  std::vector<Status> errors;
+  std::erase_if(pending_, [&](const std::shared_ptr<SaveJob>& job) {
+    MutexLock l(&job->mu);
+    if (!job->done) return false;
+    if (!job->status.ok()) errors.push_back(job->status);
+    return true;
+  });
+  return errors;
+}
+
+}  // namespace loom::ckpt

@@ -1,0 +1,72 @@
+// Loading with resharding: fill any target layout from any saved layout.
+//
+// For every target region (a box, or a flat range cut into boxes) and every saved chunk that
+// intersects it, the intersection is copied run by run (box.h). Only the byte ranges a rank
+// needs are read: runs are sorted by file offset, neighbours closer than `coalesce_gap` merge
+// into one read through a bounce buffer, and a lone run is read straight into its destination.
+// LoadReport::read_amplification() = bytes read / bytes needed (alignment padding and coalesced
+// gaps included). A chunk read whole is checked against its xxh64.
+//
+// Sources: a loom checkpoint (a step directory, or a root whose `latest` names one; COMMITTED
+// must exist), a .safetensors file, or a directory holding a sharded Hugging Face set
+// (model.safetensors.index.json). Safetensors tensors are single full-box chunks, so HF weights
+// load straight into any sharding.
+// Errors name the tensor and file; a failed load never reports success (targets may be partly
+// overwritten).
+// Thread-safety: reentrant functions; targets must not be touched concurrently.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "loom/base/status.h"
+#include "loom/ckpt/metadata.h"
+#include "loom/ckpt/state_dict.h"
+#include "loom/ckpt/storage.h"
+
+namespace loom::ckpt {
+
+struct CheckpointSource {
+  std::string dir;  // files are relative to it
+  CheckpointMeta meta;
+  std::string kind;  // "loom", "safetensors"
+};
+
+// Resolves `path` (step dir, checkpoint root, .safetensors file or HF directory) and reads its
+// metadata. Errors: not found, not committed, unsupported version, malformed metadata.
+Result<CheckpointSource> OpenCheckpoint(Storage& storage, const std::string& path);
+
+struct LoadOptions {
+  bool direct_io = true;
+  int io_threads = 2;
+  bool verify = true;               // check xxh64 of chunks read whole
+  int64_t coalesce_gap = 256 << 10;  // merge reads separated by at most this many bytes
+  int64_t max_span = 64 << 20;       // ... into spans of at most this size
+  bool drop_cache = false;           // evict the files' pages first (cold-load measurements)
+};
+
+struct LoadReport {
+  int64_t step = 0;
+  int64_t bytes_needed = 0;
+  int64_t bytes_read = 0;
+  int64_t reads = 0;  // read calls issued
+  int64_t verified_chunks = 0;
+  double seconds = 0;
+  double read_amplification() const {
+    return bytes_needed == 0 ? 1.0 : static_cast<double>(bytes_read) / bytes_needed;
+  }
+};
+
+// Fills every tensor of `targets` from `src`. Each target names a saved tensor with the same
+// dtype and global shape.
+Result<LoadReport> Load(Storage& storage, const CheckpointSource& src, const StateDict& targets,
+                        const LoadOptions& opts = {});
+
+// An object's bytes: this rank's copy if one was saved per rank, else the replicated copy.
+Result<std::string> ReadObject(Storage& storage, const CheckpointSource& src,
+                               const std::string& key, int rank);
+
+// Re-reads every chunk and object and checks its checksum; returns how many were checked.
+Result<int64_t> VerifyChecksums(Storage& storage, const CheckpointSource& src);
+
+}  // namespace loom::ckpt
