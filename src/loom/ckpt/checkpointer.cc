@@ -35,7 +35,6 @@ struct SaveJob {
   CondVar cv;
   bool done LOOM_GUARDED_BY(mu) = false;
   Status status LOOM_GUARDED_BY(mu);
-  bool reported = false;  // handed to TakeErrors
 
   void Finish(Status s) {
     MutexLock l(&mu);
@@ -368,9 +367,12 @@ Status Checkpointer::WaitAll() {
   for (auto& job : pending_) {
     Status s = SaveHandle(job).Wait();
     if (!s.ok() && first.ok()) first = s;
-    job->reported = true;
   }
-  pending_.clear();
+  // Failed saves stay until TakeErrors hands them out.
+  std::erase_if(pending_, [](const std::shared_ptr<SaveJob>& job) {
+    MutexLock l(&job->mu);
+    return job->status.ok();
+  });
   return first;
 }
 

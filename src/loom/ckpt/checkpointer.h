@@ -95,7 +95,8 @@ class Checkpointer {
   // Pre-allocates and pre-faults the snapshot buffers.
   void ReservePool(int64_t bytes) { pool_.Reserve(bytes); }
   Result<SaveHandle> Save(int64_t step, const StateDict& state, const SaveOptions& opts = {});
-  // Waits for every pending save; returns the first error.
+  // Waits for every pending save; returns the first error (failed saves are also kept for
+  // TakeErrors).
   Status WaitAll();
   // Errors of background saves that finished since the last call.
   std::vector<Status> TakeErrors();

@@ -12,6 +12,7 @@
 #include "loom/cli/commands.h"
 #include "loom/cli/rank_setup.h"
 #include "loom/train/text_dataset.h"
+#include "loom/train/train_checkpointer.h"
 #include "loom/train/trainer.h"
 
 namespace loom::cli {
@@ -24,10 +25,32 @@ struct TrainArgs {
   std::vector<std::string> overrides;
 };
 
+// The checkpoint named by resume= (in the overrides or the config file), or "".
+std::string ResumePath(const TrainArgs& a, const nlohmann::json& file) {
+  std::string path;
+  if (file.is_object() && file.contains("resume") && file["resume"].is_string()) {
+    path = file["resume"].get<std::string>();
+  }
+  for (const std::string& o : a.overrides) {
+    if (o.starts_with("resume=")) path = o.substr(7);
+  }
+  return path;
+}
+
+// Defaults <- the resumed checkpoint's config <- --config file <- key=value overrides.
 Result<train::TrainConfig> LoadConfig(const TrainArgs& a, int world) {
   nlohmann::json file;
   if (!a.config_file.empty()) {
     LOOM_ASSIGN_OR_RETURN(file, ReadJsonFile(a.config_file));
+  }
+  const std::string resume = ResumePath(a, file);
+  if (!resume.empty()) {
+    LOOM_ASSIGN_OR_RETURN(nlohmann::json saved, train::SavedTrainConfig(resume));
+    nlohmann::json base = train::TrainConfigDefaults();
+    LOOM_RETURN_IF_ERROR(MergeStrict(&base, saved, "checkpoint config"));
+    if (!a.config_file.empty()) LOOM_RETURN_IF_ERROR(MergeStrict(&base, file, "config file"));
+    file = std::move(base);
+    return train::ResolveTrainConfig(&file, a.overrides, world);
   }
   return train::ResolveTrainConfig(a.config_file.empty() ? nullptr : &file, a.overrides, world);
 }

@@ -45,6 +45,16 @@ DataParallelOptimizer::DataParallelOptimizer(comm::Communicator* comm,
   v_.assign(n, 0.0f);
 }
 
+std::vector<DataParallelOptimizer::OwnedSegment> DataParallelOptimizer::owned_segments() const {
+  std::vector<OwnedSegment> out;
+  int64_t at = 0;
+  for (const Segment& s : segments_) {
+    out.push_back({s.begin, s.count, at});
+    at += s.count;
+  }
+  return out;
+}
+
 Result<DataParallelOptimizer::StepResult> DataParallelOptimizer::Step(double lr, int64_t step) {
   StepResult out;
   double sq = 0;

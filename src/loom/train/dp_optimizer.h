@@ -40,6 +40,20 @@ class DataParallelOptimizer {
   // Elements of the parameters this rank updates.
   int64_t owned_elements() const { return static_cast<int64_t>(m_.size()); }
 
+  // A piece of one parameter this rank updates: flat elements [begin, begin + count) of the
+  // parameter buffer, whose AdamW moments sit at exp_avg()[state_offset ...] (and exp_avg_sq()).
+  // Checkpointing saves exactly these ranges (ZeRO-1: disjoint over ranks; allreduce: all).
+  struct OwnedSegment {
+    int64_t begin = 0;
+    int64_t count = 0;
+    int64_t state_offset = 0;
+  };
+  std::vector<OwnedSegment> owned_segments() const;
+  float* exp_avg() { return m_.data(); }
+  float* exp_avg_sq() { return v_.data(); }
+  // True when every rank holds the same (full) state: dist.mode=allreduce.
+  bool replicated_state() const { return mode_ == DpMode::kAllReduce; }
+
  private:
   Status GatherParameters();
   struct Segment {

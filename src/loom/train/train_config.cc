@@ -50,6 +50,10 @@ json TrainConfigToJson(const TrainConfig& c) {
         {"temperature", c.sample_temperature},
         {"top_k", c.sample_top_k}}},
       {"init", {{"export", c.init_export}}},
+      {"ckpt",
+       {{"every", c.ckpt.every}, {"dir", c.ckpt.dir}, {"keep", c.ckpt.keep},
+        {"async", c.ckpt.async}}},
+      {"resume", c.resume},
   };
 }
 
@@ -106,6 +110,8 @@ Status Validate(const TrainConfig& c, int world) {
   LOOM_RETURN_IF_ERROR(Check(c.log_every >= 1, "log.every", "must be >= 1"));
   LOOM_RETURN_IF_ERROR(Check(c.sample_tokens >= 0, "sample.tokens", "must be >= 0"));
   LOOM_RETURN_IF_ERROR(Check(!c.sample_prompt.empty(), "sample.prompt", "must not be empty"));
+  LOOM_RETURN_IF_ERROR(Check(c.ckpt.every >= 0, "ckpt.every", "must be >= 0 (0: no checkpoints)"));
+  LOOM_RETURN_IF_ERROR(Check(c.ckpt.keep >= 0, "ckpt.keep", "must be >= 0 (0: keep all)"));
   return OkStatus();
 }
 
@@ -143,6 +149,11 @@ Result<TrainConfig> ResolveTrainConfig(const json* file, const std::vector<std::
     c.sample_temperature = j["sample"]["temperature"];
     c.sample_top_k = j["sample"]["top_k"];
     c.init_export = j["init"]["export"];
+    c.ckpt.every = j["ckpt"]["every"];
+    c.ckpt.dir = j["ckpt"]["dir"];
+    c.ckpt.keep = j["ckpt"]["keep"];
+    c.ckpt.async = j["ckpt"]["async"];
+    c.resume = j["resume"];
   } catch (const json::exception& e) {
     return InvalidArgumentError(std::string("config: ") + e.what());
   }

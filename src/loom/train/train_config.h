@@ -33,6 +33,15 @@ struct OptimConfig {
   double grad_clip = 1.0;  // max global L2 norm; 0 disables clipping
 };
 
+// Checkpointing (src/loom/ckpt): every `every` steps (0: never), into `dir` (empty:
+// <run_dir>/ckpt), keeping the newest `keep` steps (0: all), written in the background (`async`).
+struct CkptConfig {
+  int64_t every = 0;
+  std::string dir;
+  int64_t keep = 3;
+  bool async = true;
+};
+
 struct TrainConfig {
   std::string run_dir;  // empty: runs/<timestamp>
   uint64_t seed = 1234;
@@ -57,6 +66,10 @@ struct TrainConfig {
   double sample_temperature = 0.8;
   int64_t sample_top_k = 40;
   std::string init_export;  // write the initial weights here (safetensors) before training
+  CkptConfig ckpt;
+  // Resume from this checkpoint (a checkpoint root or one step directory): weights, optimizer
+  // state and step; any world size and dist.mode.
+  std::string resume;
 
   // Derived.
   Precision ResolvedPrecision() const;

@@ -22,6 +22,7 @@
 #include "loom/train/grad_ready_hooks_torch.h"
 #include "loom/train/grad_reducer.h"
 #include "loom/train/lr_schedule.h"
+#include "loom/train/train_checkpointer.h"
 #include "loom/train/mfu.h"
 #include "loom/train/progress.h"
 #include "loom/train/run_report.h"
@@ -37,6 +38,17 @@ std::string DefaultRunDir() {
   char buf[64];
   std::strftime(buf, sizeof(buf), "runs/train-%Y%m%d-%H%M%S", &tm);
   return buf;
+}
+
+// Rank 0's choice of run directory, so every rank agrees (a timestamped default could differ).
+Result<std::string> AgreeOnRunDir(const TrainConfig& cfg, comm::Communicator& comm) {
+  std::string dir = cfg.run_dir.empty() ? DefaultRunDir() : cfg.run_dir;
+  int64_t len = static_cast<int64_t>(dir.size());
+  LOOM_RETURN_IF_ERROR(comm.Broadcast(TensorView::Of(&len, 1), 0).WithContext("run_dir"));
+  dir.resize(static_cast<size_t>(len));
+  LOOM_RETURN_IF_ERROR(
+      comm.Broadcast(TensorView(dir.data(), DType::kU8, {len}), 0).WithContext("run_dir"));
+  return dir;
 }
 
 at::Tensor AsTensor(std::vector<int64_t>& v, int64_t b, int64_t t) {
@@ -222,7 +234,19 @@ Result<TrainSummary> RunTraining(const TrainConfig& cfg, comm::Communicator& com
   nn::InitGptWeights(cfg.model, layout, cfg.seed, master);
   // Every rank initialises identically; the broadcast makes that a guarantee, not an assumption.
   LOOM_RETURN_IF_ERROR(comm.Broadcast(TensorView::Of(master, n_flat), 0).WithContext("init"));
-  TrainState state{0, master, n_flat};
+  uint16_t* weights_bf16 =
+      r.dtype == at::kBFloat16 ? reinterpret_cast<uint16_t*>(r.model->weights().data_ptr())
+                               : nullptr;
+  DataParallelOptimizer opt(&comm, &layout, master, grads, cfg.ResolvedDpMode(), cfg.optim,
+                            weights_bf16);
+  LOOM_ASSIGN_OR_RETURN(std::string run_dir, AgreeOnRunDir(cfg, comm));
+  std::unique_ptr<TrainCheckpointer> default_hook;
+  if (hook == nullptr && (cfg.ckpt.every > 0 || !cfg.resume.empty())) {
+    default_hook = std::make_unique<TrainCheckpointer>(cfg, run_dir, &comm,
+                                                       r.leader ? &out : nullptr);
+    hook = default_hook.get();
+  }
+  TrainState state{0, master, n_flat, &layout, &opt, &cfg};
   int64_t start_step = 0;
   if (hook != nullptr) {
     LOOM_ASSIGN_OR_RETURN(start_step, hook->Restore(state));
@@ -238,7 +262,6 @@ Result<TrainSummary> RunTraining(const TrainConfig& cfg, comm::Communicator& com
   r.flops_per_token = FlopsPerToken(cfg.model, r.seq_len);
 
   std::optional<RunWriter> writer;
-  std::string run_dir = cfg.run_dir.empty() ? DefaultRunDir() : cfg.run_dir;
   if (r.leader) {
     LOOM_ASSIGN_OR_RETURN(RunWriter w, RunWriter::Open(run_dir));
     nlohmann::json resolved = TrainConfigToJson(cfg);
@@ -254,11 +277,6 @@ Result<TrainSummary> RunTraining(const TrainConfig& cfg, comm::Communicator& com
   GradReducer reducer(&comm, &layout, grads, grad_bf16,
                       {.mode = cfg.ResolvedDpMode(), .overlap = cfg.overlap});
   GradReadyHooks hooks(r.model->params(), [&reducer](int i) { reducer.OnParamReady(i); });
-  uint16_t* weights_bf16 =
-      r.dtype == at::kBFloat16 ? reinterpret_cast<uint16_t*>(r.model->weights().data_ptr())
-                               : nullptr;
-  DataParallelOptimizer opt(&comm, &layout, master, grads, cfg.ResolvedDpMode(), cfg.optim,
-                            weights_bf16);
 
   TrainSummary summary;
   summary.run_dir = run_dir;
@@ -328,6 +346,7 @@ Result<TrainSummary> RunTraining(const TrainConfig& cfg, comm::Communicator& com
     window.Reset();
   }
 
+  if (hook != nullptr) LOOM_RETURN_IF_ERROR(hook->Finish());
   if (!step_tps.empty()) {
     std::sort(step_tps.begin(), step_tps.end());
     summary.tokens_per_s = step_tps[step_tps.size() / 2];

@@ -3,7 +3,8 @@
 // (GradReducer), ZeRO-1 or all-reduce data parallelism (DataParallelOptimizer), bf16 GEMMs with
 // fp32 master weights and fp32 reductions, clipping, warmup + cosine LR, gradient accumulation,
 // periodic eval, deterministic seeding, per-step loss/tokens/s/MFU. Rank 0 prints progress and
-// writes the run directory (config.json, metrics.jsonl, report.html).
+// writes the run directory (config.json, metrics.jsonl, report.html); checkpoints go to
+// <run_dir>/ckpt (or ckpt.dir) and `resume=` continues from one with any world size.
 // Thread-safety: one call per process; owns the communicator while it runs.
 #pragma once
 
@@ -29,6 +30,8 @@ struct TrainSummary {
   std::string sample;
 };
 
+// `hook` == nullptr: checkpointing follows the config (ckpt.every, resume) through
+// TrainCheckpointer; tests may pass their own hook.
 Result<TrainSummary> RunTraining(const TrainConfig& config, comm::Communicator& comm,
                                  const comm::WorldInfo& world, CheckpointHook* hook,
                                  std::ostream& out);
