@@ -15,6 +15,7 @@
 #include "loom/base/file_util.h"
 #include "loom/cli/bench_arm.h"
 #include "loom/cli/bench_report.h"
+#include "loom/cli/parse_bytes.h"
 #include "loom/cli/commands.h"
 #include "loom/cli/rank_setup.h"
 #include "loom/comm/gloo/gloo_native.h"
@@ -40,20 +41,6 @@ struct CollArgs {
   std::string json;
   std::string loom_segments;  // extra loom arms with these ring segment sizes (tuning)
 };
-
-Result<int64_t> ParseBytes(const std::string& s) {
-  char* end = nullptr;
-  double v = std::strtod(s.c_str(), &end);
-  if (end == s.c_str() || v <= 0) return InvalidArgumentError("bad size '" + s + "'");
-  std::string unit(end);
-  double mult = unit.empty() || unit == "B" ? 1
-                : unit == "K"               ? 1024
-                : unit == "M"               ? 1024.0 * 1024
-                : unit == "G"               ? 1024.0 * 1024 * 1024
-                                            : -1;
-  if (mult < 0) return InvalidArgumentError("bad size unit in '" + s + "' (use K, M or G)");
-  return static_cast<int64_t>(v * mult);
-}
 
 const char* OpName(BenchOp op) {
   switch (op) {

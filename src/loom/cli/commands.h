@@ -23,6 +23,7 @@ inline constexpr int kExitUsage = 2;
 void RegisterLaunch(CLI::App& app, CliContext* ctx);
 void RegisterTrain(CLI::App& app, CliContext* ctx);
 void RegisterEnv(CLI::App& app, CliContext* ctx);
+void RegisterCkpt(CLI::App& app, CliContext* ctx);
 void RegisterBenchCollectives(CLI::App& bench, CliContext* ctx);
 void RegisterBenchTrain(CLI::App& bench, CliContext* ctx);
 

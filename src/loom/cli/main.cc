@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   loom::cli::RegisterLaunch(app, &ctx);
   loom::cli::RegisterTrain(app, &ctx);
   loom::cli::RegisterEnv(app, &ctx);
+  loom::cli::RegisterCkpt(app, &ctx);
   CLI::App* bench = app.add_subcommand("bench", "benchmarks: loom side by side with its peers");
   bench->require_subcommand(1);
   loom::cli::RegisterBenchCollectives(*bench, &ctx);
