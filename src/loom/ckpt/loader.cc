@@ -163,21 +163,42 @@ Result<LoadReport> Load(Storage& storage, const CheckpointSource& src, const Sta
     }
     files[s.file] = std::move(f);
   }
+  // Spans are cut at piece_bytes boundaries so several reads are in flight per file.
+  struct ReadPiece {
+    const Span* span;
+    int64_t off, end;
+  };
+  std::vector<ReadPiece> pieces;
+  for (const Span& s : spans) {
+    for (int64_t p = s.off; p < s.end;) {
+      const int64_t e = std::min(s.end, (p / opts.piece_bytes + 1) * opts.piece_bytes);
+      pieces.push_back({&s, p, e});
+      p = e;
+    }
+  }
   ThreadPool pool({.num_threads = std::max(1, opts.io_threads), .name = "ckpt-load"});
   pool.Start();
-  LOOM_RETURN_IF_ERROR(ParallelFor(&pool, static_cast<int64_t>(spans.size()), [&](int64_t i) {
-    const Span& s = spans[i];
-    ReadableFile& f = *files[s.file];
-    if (s.reqs.size() == 1) return f.ReadAt(s.off, s.end - s.off, s.reqs[0]->dst);
+  LOOM_RETURN_IF_ERROR(ParallelFor(&pool, static_cast<int64_t>(pieces.size()), [&](int64_t i) {
+    const ReadPiece& p = pieces[i];
+    ReadableFile& f = *files[p.span->file];
+    // One request covering the piece: read straight into its destination.
+    for (const ReadReq* r : p.span->reqs) {
+      if (r->off <= p.off && r->off + r->len >= p.end) {
+        return f.ReadAt(p.off, p.end - p.off, r->dst + (p.off - r->off));
+      }
+    }
     thread_local std::vector<char> bounce;
-    bounce.resize(static_cast<size_t>(s.end - s.off));
-    LOOM_RETURN_IF_ERROR(f.ReadAt(s.off, s.end - s.off, bounce.data()));
-    for (const ReadReq* r : s.reqs) {
-      std::memcpy(r->dst, bounce.data() + (r->off - s.off), static_cast<size_t>(r->len));
+    bounce.resize(static_cast<size_t>(p.end - p.off));
+    LOOM_RETURN_IF_ERROR(f.ReadAt(p.off, p.end - p.off, bounce.data()));
+    for (const ReadReq* r : p.span->reqs) {
+      const int64_t a = std::max(p.off, r->off), e = std::min(p.end, r->off + r->len);
+      if (a < e) {
+        std::memcpy(r->dst + (a - r->off), bounce.data() + (a - p.off), static_cast<size_t>(e - a));
+      }
     }
     return OkStatus();
   }));
-  report.reads = static_cast<int64_t>(spans.size());
+  report.reads = static_cast<int64_t>(pieces.size());
   if (opts.verify) {
     std::vector<const ReadReq*> whole;
     for (const ReadReq& r : reqs) {

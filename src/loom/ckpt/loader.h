@@ -38,7 +38,8 @@ Result<CheckpointSource> OpenCheckpoint(Storage& storage, const std::string& pat
 
 struct LoadOptions {
   bool direct_io = true;
-  int io_threads = 2;
+  int io_threads = 4;               // reads in flight (I/O-bound: more than cores is fine)
+  int64_t piece_bytes = 8 << 20;    // spans are read in pieces of at most this size
   bool verify = true;               // check xxh64 of chunks read whole
   int64_t coalesce_gap = 256 << 10;  // merge reads separated by at most this many bytes
   int64_t max_span = 64 << 20;       // ... into spans of at most this size

@@ -1,9 +1,11 @@
 #include "loom/cli/bench_report.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <sstream>
 #include <thread>
 
 #include "loom/base/file_util.h"
@@ -89,6 +91,30 @@ Status WriteBenchJson(const std::string& path, const std::string& name,
                         {"summary", summary},
                         {"results", results}};
   return WriteFileAtomic(path, doc.dump(2) + "\n");
+}
+
+Status RunArm(const std::string& name, comm::LaunchOptions o, const std::string& log) {
+  int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return InternalError("cannot write " + log);
+  o.stdout_fd = fd;
+  o.stderr_fd = fd;
+  auto r = comm::Launch(o);
+  ::close(fd);
+  if (!r.ok()) return r.status();
+  if (r->exit_code != 0) {
+    return InternalError(name + " failed: " + r->message + " (output in " + log + ")");
+  }
+  return OkStatus();
+}
+
+std::vector<std::string> Split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
 }
 
 }  // namespace loom::cli

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "loom/base/status.h"
+#include "loom/comm/launcher.h"
 
 namespace loom::cli {
 
@@ -28,5 +29,12 @@ void PrintBenchHeader(const std::string& name, const nlohmann::json& config);
 Status WriteBenchJson(const std::string& path, const std::string& name,
                       const nlohmann::json& config, const nlohmann::json& summary,
                       const nlohmann::json& results);
+
+// Runs one benchmark arm through the launcher with stdout and stderr going to `log`; an error
+// names the arm, the failure and the log.
+Status RunArm(const std::string& name, comm::LaunchOptions o, const std::string& log);
+
+// "a,b,,c" -> {"a", "b", "c"}.
+std::vector<std::string> Split(const std::string& s);
 
 }  // namespace loom::cli

@@ -26,5 +26,6 @@ void RegisterEnv(CLI::App& app, CliContext* ctx);
 void RegisterCkpt(CLI::App& app, CliContext* ctx);
 void RegisterBenchCollectives(CLI::App& bench, CliContext* ctx);
 void RegisterBenchTrain(CLI::App& bench, CliContext* ctx);
+void RegisterBenchCkpt(CLI::App& bench, CliContext* ctx);
 
 }  // namespace loom::cli

@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   bench->require_subcommand(1);
   loom::cli::RegisterBenchCollectives(*bench, &ctx);
   loom::cli::RegisterBenchTrain(*bench, &ctx);
+  loom::cli::RegisterBenchCkpt(*bench, &ctx);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
