@@ -30,6 +30,7 @@ struct SaveJob {
   HostPool::Slot slot;
   std::string tmp_dir, final_dir;
   SaveStats stats;
+  int64_t t_start_ns = 0, t_plan_ns = 0, t_snap_ns = 0;  // telemetry, written in the background
   std::map<std::string, std::vector<std::pair<int, uint64_t>>> hashes;  // name -> (chunk, xxh64)
   Mutex mu;
   CondVar cv;
@@ -225,8 +226,9 @@ Result<SaveHandle> Checkpointer::Save(int64_t step, const StateDict& state,
   std::memset(base + filled, 0, static_cast<size_t>(image - filled));
   const int64_t t_snap = WallNanos();
   job->stats.snapshot_s = (t_snap - t_plan) * 1e-9;
-  Telemetry(step, "plan", t0, t_plan, 0);
-  Telemetry(step, "snapshot", t_plan, t_snap, image);
+  job->t_start_ns = t0;
+  job->t_plan_ns = t_plan;
+  job->t_snap_ns = t_snap;
 
   SaveHandle handle(job);
   pending_.push_back(job);
@@ -239,38 +241,48 @@ Result<SaveHandle> Checkpointer::Save(int64_t step, const StateDict& state,
   return handle;
 }
 
+// Writes this rank's file image in blocks and, on the same io threads, checksums its chunks:
+// writes wait on the device while hashing uses the CPU.
 Status Checkpointer::WriteImage(SaveJob& job) {
   const std::string path = JoinPath(job.tmp_dir, job.plan->meta.files[rank_].path);
   LOOM_ASSIGN_OR_RETURN(auto file, storage_->Create(path, {.direct = job.opts.direct_io}));
   const int64_t image = job.plan->file_bytes[rank_];
   const int64_t block = std::max<int64_t>(kAlignment, AlignUp(job.opts.block_bytes));
   const int64_t blocks = (image + block - 1) / block;
-  LOOM_RETURN_IF_ERROR(ParallelFor(&io_, blocks, [&](int64_t b) {
+  const auto& writes = job.plan->writes[rank_];
+  const int64_t hashes = job.opts.checksum ? static_cast<int64_t>(writes.size()) : 0;
+  std::vector<uint64_t> h(static_cast<size_t>(hashes));
+  // Tasks alternate between blocks and hashes so both kinds are in flight together.
+  const int64_t tasks = blocks + hashes;
+  LOOM_RETURN_IF_ERROR(ParallelFor(&io_, tasks, [&](int64_t t) {
+    const int64_t pair = t / 2, odd = t % 2;
+    int64_t b = -1, k = -1;
+    if (pair < std::min(blocks, hashes)) {
+      (odd ? k : b) = pair;
+    } else {
+      const int64_t rest = t - 2 * std::min(blocks, hashes);
+      (blocks > hashes ? b : k) = std::min(blocks, hashes) + rest;
+    }
+    if (k >= 0) {
+      h[k] = XXH64(job.slot.data + writes[k].file_off, static_cast<size_t>(writes[k].bytes), 0);
+      return OkStatus();
+    }
     const int64_t off = b * block;
     return file->WriteAt(off, job.slot.data + off, std::min(block, image - off));
   }));
   LOOM_RETURN_IF_ERROR(file->Sync());
+  for (int64_t i = 0; i < hashes; ++i) {
+    job.hashes[(writes[i].object ? "\x01" : "") + writes[i].name].push_back({writes[i].chunk, h[i]});
+  }
   return file->Close();
 }
 
 void Checkpointer::RunJob(const std::shared_ptr<SaveJob>& job) {
+  Telemetry(job->step, "plan", job->t_start_ns, job->t_plan_ns, 0);
+  Telemetry(job->step, "snapshot", job->t_plan_ns, job->t_snap_ns, job->stats.bytes);
   const int64_t t0 = WallNanos();
   Status s = WriteImage(*job);
-  const int64_t t_write = WallNanos();
-  Telemetry(job->step, "write", t0, t_write, job->stats.bytes);
-  const auto& writes = job->plan->writes[rank_];
-  if (s.ok() && job->opts.checksum) {
-    std::vector<uint64_t> h(writes.size());
-    s = ParallelFor(&io_, static_cast<int64_t>(writes.size()), [&](int64_t i) {
-      h[i] = XXH64(job->slot.data + writes[i].file_off, static_cast<size_t>(writes[i].bytes), 0);
-      return OkStatus();
-    });
-    for (size_t i = 0; i < writes.size(); ++i) {
-      job->hashes[(writes[i].object ? "\x01" : "") + writes[i].name].push_back(
-          {writes[i].chunk, h[i]});
-    }
-    Telemetry(job->step, "checksum", t_write, WallNanos(), job->stats.bytes);
-  }
+  Telemetry(job->step, "write", t0, WallNanos(), job->stats.bytes);
   pool_.Release(job->slot);
 
   json marker = {{"ok", s.ok()}, {"error", s.ok() ? "" : s.ToString()}};
@@ -281,8 +293,10 @@ void Checkpointer::RunJob(const std::shared_ptr<SaveJob>& job) {
     hashes[name] = arr;
   }
   marker["xxh64"] = std::move(hashes);
+  // Only rank 0 reads the marker, before it writes the durable metadata: no fsync needed.
   Status ms = storage_->WriteSmallFile(
-      JoinPath(job->tmp_dir, "done/r" + std::to_string(rank_) + ".json"), marker.dump());
+      JoinPath(job->tmp_dir, "done/r" + std::to_string(rank_) + ".json"), marker.dump(),
+      {.atomic = true, .sync = false});
   if (s.ok()) s = ms;
   if (rank_ == 0) {
     const int64_t tc = WallNanos();
@@ -318,7 +332,7 @@ Status Checkpointer::Commit(SaveJob& job) {
                                      " ms");
       }
       std::this_thread::sleep_for(sleep);
-      sleep = std::min(sleep * 2, std::chrono::milliseconds(50));
+      sleep = std::min(sleep * 2, std::chrono::milliseconds(4));
     }
     LOOM_ASSIGN_OR_RETURN(std::string text, storage_->ReadSmallFile(marker));
     json m = json::parse(text, nullptr, false);
@@ -339,11 +353,16 @@ Status Checkpointer::Commit(SaveJob& job) {
       }
     }
   }
-  LOOM_RETURN_IF_ERROR(
-      storage_->WriteSmallFile(JoinPath(job.tmp_dir, kMetadataFile), MetadataToJson(meta)));
+  // Inside the still-invisible temporary directory files need durability, not atomicity; one
+  // directory sync covers their names, and the rename publishes everything at once.
+  const Storage::SmallFileOptions in_tmp{.atomic = false, .sync = true};
+  LOOM_RETURN_IF_ERROR(storage_->WriteSmallFile(JoinPath(job.tmp_dir, kMetadataFile),
+                                                MetadataToJson(meta), in_tmp));
   LOOM_RETURN_IF_ERROR(storage_->RemoveAll(JoinPath(job.tmp_dir, "done")));
   LOOM_RETURN_IF_ERROR(storage_->WriteSmallFile(JoinPath(job.tmp_dir, kCommittedFile),
-                                                "step " + std::to_string(job.step) + "\n"));
+                                                "step " + std::to_string(job.step) + "\n",
+                                                in_tmp));
+  LOOM_RETURN_IF_ERROR(storage_->SyncDir(job.tmp_dir));
   LOOM_RETURN_IF_ERROR(storage_->Rename(job.tmp_dir, job.final_dir));
   LOOM_RETURN_IF_ERROR(storage_->WriteSmallFile(JoinPath(root_, kLatestFile),
                                                 StepDirName(job.step) + "\n"));

@@ -24,6 +24,10 @@
 #include "loom/ckpt/state_dict.h"
 #include "loom/ckpt/storage.h"
 
+namespace loom::comm {
+class Communicator;
+}
+
 namespace loom::ckpt {
 
 struct CheckpointSource {
@@ -37,6 +41,11 @@ struct CheckpointSource {
 Result<CheckpointSource> OpenCheckpoint(Storage& storage, const std::string& path);
 
 struct LoadOptions {
+  // With a communicator of more than one rank, Load is collective and cooperative: every byte
+  // range any rank needs is read once, by one rank, and sent to the ranks that need it
+  // (AllToAllV), so storage reads no byte twice and column-sliced loads read whole rows.
+  comm::Communicator* comm = nullptr;
+  int64_t exchange_round_bytes = 256 << 20;  // per rank and round, bounds the exchange buffers
   bool direct_io = true;
   int io_threads = 4;               // reads in flight (I/O-bound: more than cores is fine)
   int64_t piece_bytes = 8 << 20;    // spans are read in pieces of at most this size
@@ -48,13 +57,19 @@ struct LoadOptions {
 
 struct LoadReport {
   int64_t step = 0;
-  int64_t bytes_needed = 0;
-  int64_t bytes_read = 0;
+  int64_t bytes_needed = 0;  // by this rank
+  int64_t bytes_read = 0;    // by this rank
+  int64_t total_bytes_needed = 0;  // all ranks (cooperative loads; else this rank's)
+  int64_t total_bytes_read = 0;
+  int64_t bytes_sent = 0;      // cooperative loads: bytes this rank read for others
+  int64_t bytes_received = 0;
   int64_t reads = 0;  // read calls issued
   int64_t verified_chunks = 0;
   double seconds = 0;
+  // Bytes read from storage / bytes needed, over all ranks taking part.
   double read_amplification() const {
-    return bytes_needed == 0 ? 1.0 : static_cast<double>(bytes_read) / bytes_needed;
+    return total_bytes_needed == 0 ? 1.0
+                                   : static_cast<double>(total_bytes_read) / total_bytes_needed;
   }
 };
 
@@ -62,6 +77,11 @@ struct LoadReport {
 // dtype and global shape.
 Result<LoadReport> Load(Storage& storage, const CheckpointSource& src, const StateDict& targets,
                         const LoadOptions& opts = {});
+
+// The cooperative form of Load (opts.comm set): a collective over `comm`.
+Result<LoadReport> LoadCooperative(Storage& storage, const CheckpointSource& src,
+                                   const StateDict& targets, comm::Communicator& comm,
+                                   const LoadOptions& opts);
 
 // An object's bytes: this rank's copy if one was saved per rank, else the replicated copy.
 Result<std::string> ReadObject(Storage& storage, const CheckpointSource& src,

@@ -2,6 +2,7 @@
 // with W' ranks, compare with the known global values.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 #include <variant>
 
@@ -80,12 +81,16 @@ void Save(Storage* storage, const std::string& root, int world, const Layout& la
   });
 }
 
-// Loads into the target layout on `world` threads; returns the max read amplification.
-double LoadAndCheck(Storage* storage, const std::string& root, int world, const Layout& layout) {
+// Loads into the target layout for `world` ranks (one after another, or cooperatively on
+// `world` threads); returns the max read amplification.
+double LoadAndCheck(Storage* storage, const std::string& root, int world, const Layout& layout,
+                    bool cooperative = false) {
   auto src = OpenCheckpoint(*storage, root);
   EXPECT_TRUE(src.ok()) << src.status();
-  double amp = 0;
-  for (int r = 0; r < world; ++r) {
+  std::vector<double> amps(world, 0);
+  std::vector<std::unique_ptr<comm::Communicator>> comms;
+  if (cooperative) comms = comm::MakeInProcCommunicators(world);
+  auto one_rank = [&](int r) {
     std::vector<std::vector<float>> data;
     StateDict d;
     for (const TensorSpec& t : Specs()) {
@@ -96,16 +101,29 @@ double LoadAndCheck(Storage* storage, const std::string& root, int world, const 
       const TensorSpec& t = Specs()[i];
       d.AddTensor({t.name, DType::kF32, t.shape, layout(t, r, world), data[i].data()});
     }
-    auto rep = Load(*storage, *src, d, {.coalesce_gap = 0});
+    LoadOptions opts;
+    opts.coalesce_gap = 0;  // no reads across the 4 KiB padding of these tiny tensors
+    opts.comm = cooperative ? comms[r].get() : nullptr;
+    opts.exchange_round_bytes = 64;  // many rounds
+    opts.piece_bytes = 4096;
+    auto rep = Load(*storage, *src, d, opts);
     EXPECT_TRUE(rep.ok()) << rep.status();
-    if (!rep.ok()) return 1e9;
+    if (!rep.ok()) {
+      amps[r] = 1e9;
+      return;
+    }
     for (size_t i = 0; i < Specs().size(); ++i) {
       EXPECT_EQ(data[i], Values(Specs()[i], layout(Specs()[i], r, world)))
           << Specs()[i].name << " rank " << r << " of " << world;
     }
-    amp = std::max(amp, rep->read_amplification());
+    amps[r] = rep->read_amplification();
+  };
+  if (cooperative) {
+    comm::testing::RunRanks(world, one_rank);
+  } else {
+    for (int r = 0; r < world; ++r) one_rank(r);
   }
-  return amp;
+  return *std::max_element(amps.begin(), amps.end());
 }
 
 struct Case {
@@ -137,6 +155,29 @@ TEST(Reshard, EveryCaseRoundTripsBitExactly) {
     // Without coalescing, memory storage reads exactly the needed bytes.
     EXPECT_DOUBLE_EQ(amp, 1.0);
   }
+}
+
+TEST(Reshard, CooperativeLoadsReadEachByteOnceAndRoundTrip) {
+  const std::vector<Case> cases = {
+      {"tp2_rows->tp2_cols", 2, TpRows(), 2, TpCols()},
+      {"tp2_rows->tp3_cols_uneven", 2, TpRows(), 3, TpCols()},
+      {"zero2->tp2_cols", 2, ZeroFlat(), 2, TpCols()},
+      {"tp3_cols->zero4", 3, TpCols(), 4, ZeroFlat()},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto storage = NewMemoryStorage();
+    Save(storage.get(), "/ck", c.save_world, c.save);
+    // Summed over ranks, nothing is read twice; replicated targets (LayerNorms wanted by every
+    // rank) are read once for all, so the ratio can drop below 1.
+    EXPECT_LE(LoadAndCheck(storage.get(), "/ck", c.load_world, c.load, true), 1.0);
+  }
+  testing::ScratchDir dir;
+  auto posix = NewPosixStorage();
+  Save(posix.get(), dir.path(), 2, TpRows());
+  // On disk, values must match too; these tensors are far smaller than the 4 KiB direct-I/O
+  // block, so the amplification says little here (bench ckpt measures it at scale).
+  EXPECT_LT(LoadAndCheck(posix.get(), dir.path(), 2, TpCols(), true), 10.0);
 }
 
 TEST(Reshard, OnDiskWithDirectIoReadsOnlyWhatIsNeeded) {

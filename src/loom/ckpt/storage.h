@@ -56,7 +56,17 @@ class Storage {
   virtual Result<std::unique_ptr<ReadableFile>> Open(const std::string& path,
                                                      const IoOptions& opts) = 0;
   // Replaces a small file atomically and durably (temporary name, sync, rename, sync dir).
-  virtual Status WriteSmallFile(const std::string& path, std::string_view content) = 0;
+  Status WriteSmallFile(const std::string& path, std::string_view content) {
+    return WriteSmallFile(path, content, SmallFileOptions{});
+  }
+  struct SmallFileOptions {
+    bool atomic = true;  // readers see the old or the new content, never a part
+    bool sync = true;    // durable before returning
+  };
+  virtual Status WriteSmallFile(const std::string& path, std::string_view content,
+                                const SmallFileOptions& opts) = 0;
+  // Makes a directory's entries (creations, renames) durable.
+  virtual Status SyncDir(const std::string& path) { return OkStatus(); }
   virtual Result<std::string> ReadSmallFile(const std::string& path) = 0;
   // Atomic, durable rename of a file or directory; fails if `to` exists and is a non-empty dir.
   virtual Status Rename(const std::string& from, const std::string& to) = 0;

@@ -100,6 +100,10 @@ std::vector<float> BenchState::Expected(size_t tensor, const ckpt::TensorEntry& 
   return out;
 }
 
+void BenchState::Clear() {
+  for (auto& b : buffers_) std::fill(b.begin(), b.end(), 0.f);
+}
+
 bool BenchState::MatchesPattern() const {
   for (size_t i = 0; i < buffers_.size(); ++i) {
     if (buffers_[i] != Expected(index_[i], dict_.tensors()[i])) return false;

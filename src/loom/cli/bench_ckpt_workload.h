@@ -39,6 +39,8 @@ class BenchState {
              bool fill);
   const ckpt::StateDict& dict() const { return dict_; }
   int64_t bytes() const { return bytes_; }
+  // Zeroes every buffer (before a load that is checked).
+  void Clear();
   // Whether every byte equals what `fill` writes (checks a load).
   bool MatchesPattern() const;
 

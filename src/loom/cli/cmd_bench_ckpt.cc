@@ -87,7 +87,7 @@ void AddLoom(const json& r, Series* s) {
   }
   if (r.contains("hf")) {
     s->Add("hf.export_s", r["hf"]["export_s"]);
-    for (const char* k : {"hf_to_tp2", "hf_full_read"}) {
+    for (const char* k : {"hf_to_tp2", "hf_to_tp2/coop", "hf_full_read", "hf_full_read/coop"}) {
       s->Add(std::string("hf.") + k + ".s", r["hf"][k]["s"]);
       s->Add(std::string("hf.") + k + ".amp", r["hf"][k]["read_amplification"]);
     }
@@ -194,29 +194,37 @@ int Run(const BenchCkptArgs& a) {
     }
   }
 
-  std::printf("\n%-24s %9s %8s   %s\n", "reshard load (cold)", "loom s", "read amp", "peer");
-  double amp_max = 0;
+  std::printf("\n%-30s %9s %8s %9s %8s   %s\n", "reshard load (cold)", "indep. s", "read amp",
+              "coop. s", "read amp", "peer");
+  double amp_max = 0, amp_max_indep = 0;
   for (const auto& [key, s] : series) {
     if (!key.ends_with("/loom")) continue;
     for (const auto& [k, xs] : s.v) {
-      if (!k.starts_with("reshard.") || !k.ends_with(".s")) continue;
+      if (!k.starts_with("reshard.") || !k.ends_with(".s") || k.find("/coop") != k.npos) continue;
       const std::string name = k.substr(8, k.size() - 10);
       const double amp = s.Median("reshard." + name + ".amp");
-      amp_max = std::max(amp_max, amp);
+      const double coop_amp = s.Median("reshard." + name + "/coop.amp");
+      amp_max = std::max(amp_max, coop_amp);
+      amp_max_indep = std::max(amp_max_indep, amp);
       std::string peer = "-";
       if (name == "tp2_to_1" && series.count("dense/dcp")) {
-        peer = "dcp-1.13 " + std::to_string(series["dense/dcp"].Median("reshard_load_s")) + " s";
+        char buf[64];
+        std::snprintf(buf, sizeof buf, "dcp-1.13 %.3f s", series["dense/dcp"].Median("reshard_load_s"));
+        peer = buf;
       }
-      std::printf("%-24s %9.3f %8.3f   %s\n", name.c_str(), Summarize(xs).median, amp,
+      std::printf("%-30s %9.3f %8.3f %9.3f %8.3f   %s\n", (key.substr(0, key.find('/')) + " " + name).c_str(),
+                  Summarize(xs).median, amp, s.Median("reshard." + name + "/coop.s"), coop_amp,
                   peer.c_str());
     }
   }
   const Series* dl = series.count("dense/loom") ? &series["dense/loom"] : nullptr;
   if (dl != nullptr && dl->v.count("hf.export_s")) {
     std::printf("safetensors: export %.3f s (%.2f GB/s); TP=2 load from it %.3f s (read amp "
-                "%.3f) vs every rank reading every tensor %.3f s\n",
+                "%.3f), cooperative %.3f s (read amp %.3f); every rank reading every tensor "
+                "%.3f s\n",
                 dl->Median("hf.export_s"), GBs(dl->Median("bytes"), dl->Median("hf.export_s")),
                 dl->Median("hf.hf_to_tp2.s"), dl->Median("hf.hf_to_tp2.amp"),
+                dl->Median("hf.hf_to_tp2/coop.s"), dl->Median("hf.hf_to_tp2/coop.amp"),
                 dl->Median("hf.hf_full_read.s"));
   }
 
@@ -230,6 +238,7 @@ int Run(const BenchCkptArgs& a) {
       {"persist_vs_odirect_write", GBs(bytes, l.Median("persist_s")) / write_gbs},
       {"cold_load_vs_odirect_read", GBs(bytes, l.Median("load_cold_s")) / read_gbs},
       {"read_amplification_max", amp_max},
+      {"read_amplification_max_independent_reads", amp_max_indep},
       {"plan_first_s", l.Median("plan_first_s")},
       {"plan_cached_s", l.Median("plan_cached_s")},
       {"plan_gathers_per_two_saves", l.Median("plan_gathers")}};
@@ -239,7 +248,7 @@ int Run(const BenchCkptArgs& a) {
     summary["stall_speedup_vs_dcp"] = d.Median("stall_s") / l.Median("stall_s");
     summary["load_speedup_vs_dcp"] = d.Median("load_cold_s") / l.Median("load_cold_s");
   }
-  std::printf("\n%-28s %9s %9s %s\n", "target (" + w0 + ")", "value", "target", "met");
+  std::printf("\n%-28s %9s %9s %s\n", ("target (" + w0 + ")").c_str(), "value", "target", "met");
   auto target = [&](const char* name, double target, bool at_most) {
     if (!summary.contains(name)) return;
     const double v = summary[name].get<double>();

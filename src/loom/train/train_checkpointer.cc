@@ -96,11 +96,13 @@ Result<int64_t> TrainCheckpointer::Restore(const TrainState& s) {
                                 std::to_string(cfg_.steps) + " (raise steps to train further)");
   }
   ckpt::StateDict targets = LoadTargets(s);
-  LOOM_ASSIGN_OR_RETURN(ckpt::LoadReport rep, ckpt::Load(*storage_, src, targets));
+  ckpt::LoadOptions opts;
+  opts.comm = comm_;  // every rank needs the full weights: each byte is read once and exchanged
+  LOOM_ASSIGN_OR_RETURN(ckpt::LoadReport rep, ckpt::Load(*storage_, src, targets, opts));
   if (log_ != nullptr) {
     *log_ << "resumed from " << src.dir << " at step " << step << " (saved by "
           << trainer.value("world_size", 0) << " rank(s), now " << comm_->size()
-          << "): read " << MiB(rep.bytes_read) << " in " << rep.seconds
+          << "): read " << MiB(rep.total_bytes_read) << " (all ranks) in " << rep.seconds
           << " s, read amplification " << rep.read_amplification() << "\n"
           << std::flush;
   }

@@ -86,12 +86,14 @@ class FaultyStorage : public Storage {
     LOOM_ASSIGN_OR_RETURN(auto f, base_->Open(path, opts));
     return std::unique_ptr<ReadableFile>(new FaultyReadableFile(std::move(f), &faults_, path));
   }
-  Status WriteSmallFile(const std::string& path, std::string_view content) override {
+  Status WriteSmallFile(const std::string& path, std::string_view content,
+                        const SmallFileOptions& opts) override {
     if (const FaultRule* r = faults_.Hit(FaultOp::kWriteSmall)) {
       return Injected(*r, "write", path);
     }
-    return base_->WriteSmallFile(path, content);
+    return base_->WriteSmallFile(path, content, opts);
   }
+  Status SyncDir(const std::string& path) override { return base_->SyncDir(path); }
   Result<std::string> ReadSmallFile(const std::string& path) override {
     return base_->ReadSmallFile(path);
   }

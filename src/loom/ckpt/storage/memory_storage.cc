@@ -92,7 +92,8 @@ class MemoryStorage : public Storage {
     return std::unique_ptr<ReadableFile>(new MemoryReadableFile(path, it->second));
   }
 
-  Status WriteSmallFile(const std::string& path, std::string_view content) override {
+  Status WriteSmallFile(const std::string& path, std::string_view content,
+                        const SmallFileOptions&) override {
     MutexLock l(&mu_);
     const std::string p = Normalize(path);
     LOOM_RETURN_IF_ERROR(CheckParent(p));

@@ -211,8 +211,25 @@ class PosixStorage : public Storage {
         new PosixReadableFile(path, fd, direct_fd, static_cast<int64_t>(st.st_size)));
   }
 
-  Status WriteSmallFile(const std::string& path, std::string_view content) override {
-    return WriteFileAtomic(path, content);
+  Status WriteSmallFile(const std::string& path, std::string_view content,
+                        const SmallFileOptions& opts) override {
+    if (opts.atomic && opts.sync) return WriteFileAtomic(path, content);
+    const std::string target = opts.atomic ? path + ".tmp" : path;
+    int fd = ::open(target.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return ErrnoError("cannot create", target, errno);
+    Status s;
+    for (size_t at = 0; at < content.size() && s.ok();) {
+      ssize_t n = ::write(fd, content.data() + at, content.size() - at);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) s = ErrnoError("write", target, errno);
+      else at += static_cast<size_t>(n);
+    }
+    if (s.ok() && opts.sync && ::fsync(fd) != 0) s = ErrnoError("fsync", target, errno);
+    if (::close(fd) != 0 && s.ok()) s = ErrnoError("close", target, errno);
+    if (s.ok() && opts.atomic && ::rename(target.c_str(), path.c_str()) != 0) {
+      s = ErrnoError("rename", target, errno);
+    }
+    return s;
   }
   Result<std::string> ReadSmallFile(const std::string& path) override {
     return ReadFileToString(path);
@@ -257,8 +274,7 @@ class PosixStorage : public Storage {
     return OkStatus();
   }
 
- private:
-  static Status SyncDir(const std::string& dir) {
+  Status SyncDir(const std::string& dir) override {
     int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) return ErrnoError("cannot open directory", dir, errno);
     int rc = ::fsync(fd);
