@@ -10,6 +10,7 @@
 #include "loom/base/clock.h"
 #include "loom/base/file_util.h"
 #include "loom/base/logging.h"
+#include "loom/base/stream_copy.h"
 #include "loom/ckpt/parallel.h"
 #include "loom/comm/communicator.h"
 
@@ -220,7 +221,7 @@ Result<SaveHandle> Checkpointer::Save(int64_t step, const StateDict& state,
       src = static_cast<const char*>(state.tensors()[it.entry].data) +
             it.data_elem * (DTypeBits(it.dtype) / 8);
     }
-    std::memcpy(base + w.file_off, src, static_cast<size_t>(w.bytes));
+    StreamingCopy(base + w.file_off, src, static_cast<size_t>(w.bytes));
     filled = w.file_off + w.bytes;
   }
   std::memset(base + filled, 0, static_cast<size_t>(image - filled));

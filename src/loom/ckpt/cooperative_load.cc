@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "loom/base/clock.h"
+#include "loom/base/stream_copy.h"
 #include "loom/ckpt/loader.h"
 #include "loom/ckpt/parallel.h"
 #include "loom/ckpt/read_plan.h"
@@ -135,7 +136,7 @@ Result<LoadReport> LoadCooperative(Storage& storage, const CheckpointSource& src
       for (const ReadReq* r : p.span->reqs) {  // this rank's own needs
         auto [a, e] = Overlap(*r, p.off, p.end);
         if (r->rank == rank && a < e) {
-          std::memcpy(r->dst + (a - r->off), data[k].data() + (a - p.off), e - a);
+          StreamingCopy(r->dst + (a - r->off), data[k].data() + (a - p.off), e - a);
         }
       }
       return OkStatus();
@@ -188,7 +189,7 @@ Result<LoadReport> LoadCooperative(Storage& storage, const CheckpointSource& src
       for (const ReadReq* r : p.span->reqs) {
         auto [a, e] = Overlap(*r, p.off, p.end);
         if (a >= e || r->rank != rank) continue;
-        std::memcpy(r->dst + (a - r->off), recv.data() + recv_at[reader[i]], e - a);
+        StreamingCopy(r->dst + (a - r->off), recv.data() + recv_at[reader[i]], e - a);
         recv_at[reader[i]] += e - a;
       }
     }

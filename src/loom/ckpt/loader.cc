@@ -9,6 +9,7 @@
 
 #include "loom/base/clock.h"
 #include "loom/base/json_util.h"
+#include "loom/base/stream_copy.h"
 #include "loom/base/thread_pool.h"
 #include "loom/ckpt/parallel.h"
 #include "loom/ckpt/read_plan.h"
@@ -90,7 +91,7 @@ Result<LoadReport> Load(Storage& storage, const CheckpointSource& src, const Sta
     for (const ReadReq* r : p.span->reqs) {
       auto [a, e] = Overlap(*r, p.off, p.end);
       if (a < e && r != direct) {
-        std::memcpy(r->dst + (a - r->off), piece + (a - p.off), static_cast<size_t>(e - a));
+        StreamingCopy(r->dst + (a - r->off), piece + (a - p.off), static_cast<size_t>(e - a));
       }
     }
     return OkStatus();

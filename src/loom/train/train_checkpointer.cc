@@ -97,7 +97,7 @@ Result<int64_t> TrainCheckpointer::Restore(const TrainState& s) {
   }
   ckpt::StateDict targets = LoadTargets(s);
   ckpt::LoadOptions opts;
-  opts.comm = comm_;  // every rank needs the full weights: each byte is read once and exchanged
+  if (cfg_.ckpt.load == "cooperative") opts.comm = comm_;
   LOOM_ASSIGN_OR_RETURN(ckpt::LoadReport rep, ckpt::Load(*storage_, src, targets, opts));
   if (log_ != nullptr) {
     *log_ << "resumed from " << src.dir << " at step " << step << " (saved by "

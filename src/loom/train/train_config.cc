@@ -52,7 +52,7 @@ json TrainConfigToJson(const TrainConfig& c) {
       {"init", {{"export", c.init_export}}},
       {"ckpt",
        {{"every", c.ckpt.every}, {"dir", c.ckpt.dir}, {"keep", c.ckpt.keep},
-        {"async", c.ckpt.async}}},
+        {"async", c.ckpt.async}, {"load", c.ckpt.load}}},
       {"resume", c.resume},
   };
 }
@@ -112,6 +112,7 @@ Status Validate(const TrainConfig& c, int world) {
   LOOM_RETURN_IF_ERROR(Check(!c.sample_prompt.empty(), "sample.prompt", "must not be empty"));
   LOOM_RETURN_IF_ERROR(Check(c.ckpt.every >= 0, "ckpt.every", "must be >= 0 (0: no checkpoints)"));
   LOOM_RETURN_IF_ERROR(Check(c.ckpt.keep >= 0, "ckpt.keep", "must be >= 0 (0: keep all)"));
+  LOOM_RETURN_IF_ERROR(OneOf(c.ckpt.load, {"independent", "cooperative"}, "ckpt.load"));
   return OkStatus();
 }
 
@@ -153,6 +154,7 @@ Result<TrainConfig> ResolveTrainConfig(const json* file, const std::vector<std::
     c.ckpt.dir = j["ckpt"]["dir"];
     c.ckpt.keep = j["ckpt"]["keep"];
     c.ckpt.async = j["ckpt"]["async"];
+    c.ckpt.load = j["ckpt"]["load"];
     c.resume = j["resume"];
   } catch (const json::exception& e) {
     return InvalidArgumentError(std::string("config: ") + e.what());

@@ -35,11 +35,14 @@ struct OptimConfig {
 
 // Checkpointing (src/loom/ckpt): every `every` steps (0: never), into `dir` (empty:
 // <run_dir>/ckpt), keeping the newest `keep` steps (0: all), written in the background (`async`).
+// `load` on resume: "independent" (each rank reads what it needs) or "cooperative" (each byte
+// read once by one rank and exchanged: less storage traffic, more network traffic).
 struct CkptConfig {
   int64_t every = 0;
   std::string dir;
   int64_t keep = 3;
   bool async = true;
+  std::string load = "independent";
 };
 
 struct TrainConfig {

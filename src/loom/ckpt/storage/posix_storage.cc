@@ -13,6 +13,7 @@
 
 #include "loom/base/file_util.h"
 #include "loom/base/logging.h"
+#include "loom/base/stream_copy.h"
 #include "loom/ckpt/metadata.h"
 #include "loom/ckpt/storage.h"
 
@@ -129,7 +130,7 @@ class PosixReadableFile : public ReadableFile {
                                              kBounce);
       const int64_t avail = std::min<int64_t>(span, size_ - lo);
       LOOM_RETURN_IF_ERROR(PreadUpTo(direct_fd_, lo, span, avail, bounce.get()));
-      std::memcpy(out, bounce.get() + skip, static_cast<size_t>(want));
+      StreamingCopy(out, bounce.get() + skip, static_cast<size_t>(want));
       out += want;
       offset += want;
       n -= want;
