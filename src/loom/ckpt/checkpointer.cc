@@ -253,23 +253,20 @@ Status Checkpointer::WriteImage(SaveJob& job) {
   const auto& writes = job.plan->writes[rank_];
   const int64_t hashes = job.opts.checksum ? static_cast<int64_t>(writes.size()) : 0;
   std::vector<uint64_t> h(static_cast<size_t>(hashes));
-  // Tasks alternate between blocks and hashes so both kinds are in flight together.
-  const int64_t tasks = blocks + hashes;
-  LOOM_RETURN_IF_ERROR(ParallelFor(&io_, tasks, [&](int64_t t) {
-    const int64_t pair = t / 2, odd = t % 2;
-    int64_t b = -1, k = -1;
-    if (pair < std::min(blocks, hashes)) {
-      (odd ? k : b) = pair;
-    } else {
-      const int64_t rest = t - 2 * std::min(blocks, hashes);
-      (blocks > hashes ? b : k) = std::min(blocks, hashes) + rest;
-    }
-    if (k >= 0) {
-      h[k] = XXH64(job.slot.data + writes[k].file_off, static_cast<size_t>(writes[k].bytes), 0);
+  // One task writes the blocks in order (sequential writes suit the device best), the other
+  // hashes the chunks meanwhile.
+  LOOM_RETURN_IF_ERROR(ParallelFor(&io_, 2, [&](int64_t t) {
+    if (t == 1) {
+      for (int64_t k = 0; k < hashes; ++k) {
+        h[k] = XXH64(job.slot.data + writes[k].file_off, static_cast<size_t>(writes[k].bytes), 0);
+      }
       return OkStatus();
     }
-    const int64_t off = b * block;
-    return file->WriteAt(off, job.slot.data + off, std::min(block, image - off));
+    for (int64_t b = 0; b < blocks; ++b) {
+      const int64_t off = b * block;
+      LOOM_RETURN_IF_ERROR(file->WriteAt(off, job.slot.data + off, std::min(block, image - off)));
+    }
+    return OkStatus();
   }));
   LOOM_RETURN_IF_ERROR(file->Sync());
   for (int64_t i = 0; i < hashes; ++i) {

@@ -11,8 +11,8 @@
 //      all-gathered and every rank runs the same deterministic planner (save_plan.h).
 //   2. snapshot (the only blocking stage): the rank's items are copied into a pre-faulted host
 //      buffer laid out exactly as its file (host_pool.h).
-//   3. background: the buffer is written in blocks by io threads (O_DIRECT), fsynced, its chunks
-//      checksummed (xxh64), and a done marker with the checksums written into the step directory.
+//   3. background: one io thread writes the buffer in blocks, in order (O_DIRECT), while another
+//      checksums its chunks (xxh64); then fdatasync and a done marker with the checksums.
 //   4. commit (rank 0, background): waits for every rank's marker, writes .metadata.json and
 //      COMMITTED into <root>/step_<N>.tmp, renames it to <root>/step_<N>, and flips <root>/latest.
 // A crash at any point leaves `latest` at the previous committed step; a failed save (disk full,
@@ -82,7 +82,7 @@ class SaveHandle {
 class Checkpointer {
  public:
   struct Options {
-    int io_threads = 2;
+    int io_threads = 2;  // one writes, one hashes
     int pool_slots = 2;
     std::string telemetry_dir;  // empty: <root>/telemetry on posix storage, none otherwise
   };

@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "loom/base/clock.h"
+#include "loom/base/huge_buffer.h"
 #include "loom/base/stream_copy.h"
 #include "loom/ckpt/loader.h"
 #include "loom/ckpt/parallel.h"
@@ -128,10 +129,10 @@ Result<LoadReport> LoadCooperative(Storage& storage, const CheckpointSource& src
     for (size_t i = next; i < end; ++i) {
       if (reader[i] == rank) my_pieces.push_back(i);
     }
-    std::vector<std::vector<char>> data(my_pieces.size());
+    std::vector<HugeBuffer> data(my_pieces.size());  // aligned: direct reads, no bounce
     Status read = ParallelFor(&pool, static_cast<int64_t>(my_pieces.size()), [&](int64_t k) {
       const ReadPiece& p = pieces[my_pieces[k]];
-      data[k].resize(static_cast<size_t>(p.end - p.off));
+      data[k] = HugeBuffer(static_cast<size_t>(p.end - p.off), /*prefault=*/false);
       LOOM_RETURN_IF_ERROR(files[p.span->file]->ReadAt(p.off, p.end - p.off, data[k].data()));
       for (const ReadReq* r : p.span->reqs) {  // this rank's own needs
         auto [a, e] = Overlap(*r, p.off, p.end);

@@ -1,7 +1,5 @@
 #include "loom/ckpt/host_pool.h"
 
-#include <sys/mman.h>
-
 #include <chrono>
 #include <new>
 
@@ -10,33 +8,24 @@
 
 namespace loom::ckpt {
 
-HostPool::HostPool(int slots) : slots_(slots), busy_(slots, false) {
+HostPool::HostPool(int slots) : slots_(slots), buffers_(slots), busy_(slots, false) {
   for (int i = 0; i < slots; ++i) slots_[i].index = i;
 }
 
-HostPool::~HostPool() {
-  MutexLock l(&mu_);
-  for (Slot& s : slots_) {
-    if (s.data != nullptr) ::munmap(s.data, static_cast<size_t>(s.capacity));
-  }
-}
+HostPool::~HostPool() = default;
 
-void HostPool::Grow(Slot* s, int64_t bytes) {
-  if (s->capacity >= bytes) return;
-  if (s->data != nullptr) ::munmap(s->data, static_cast<size_t>(s->capacity));
-  const int64_t cap = (bytes + (2 << 20) - 1) / (2 << 20) * (2 << 20);
-  void* p = ::mmap(nullptr, static_cast<size_t>(cap), PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-  if (p == MAP_FAILED) throw std::bad_alloc();
-  ::madvise(p, static_cast<size_t>(cap), MADV_HUGEPAGE);
-  s->data = static_cast<char*>(p);
-  s->capacity = cap;
+void HostPool::Grow(int i, int64_t bytes) {
+  if (slots_[i].capacity >= bytes) return;
+  buffers_[i] = HugeBuffer();  // release first: peak memory stays at one copy
+  buffers_[i] = HugeBuffer(static_cast<size_t>(bytes));
+  slots_[i].data = buffers_[i].data();
+  slots_[i].capacity = static_cast<int64_t>(buffers_[i].size());
 }
 
 void HostPool::Reserve(int64_t bytes) {
   MutexLock l(&mu_);
   for (size_t i = 0; i < slots_.size(); ++i) {
-    if (!busy_[i]) Grow(&slots_[i], bytes);
+    if (!busy_[i]) Grow(static_cast<int>(i), bytes);
   }
 }
 
@@ -53,7 +42,7 @@ HostPool::Slot HostPool::Acquire(int64_t bytes) {
     return false;
   });
   busy_[free_slot] = true;
-  Grow(&slots_[free_slot], bytes);
+  Grow(free_slot, bytes);
   return slots_[free_slot];
 }
 

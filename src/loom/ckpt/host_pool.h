@@ -2,7 +2,8 @@
 //
 // Copying into freshly mapped memory runs at page-fault speed (~0.65 GB/s measured on the build
 // machine, against ~4-5 GB/s into warm memory), so the snapshot — the only stage that blocks
-// training — copies into buffers that were mapped and touched once and are reused. Two slots
+// training — copies into buffers that were mapped and touched once and are reused. They are
+// huge-page backed (HugeBuffer), which also speeds up the O_DIRECT writes from them. Two slots
 // ping-pong: a save snapshots into one while the previous save's writers drain the other; a
 // third save waits until a slot frees.
 // Thread-safety: Acquire/Release from any thread.
@@ -11,6 +12,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "loom/base/huge_buffer.h"
 #include "loom/base/mutex.h"
 
 namespace loom::ckpt {
@@ -35,11 +37,12 @@ class HostPool {
   void Release(const Slot& slot);
 
  private:
-  static void Grow(Slot* s, int64_t bytes);
+  void Grow(int i, int64_t bytes) LOOM_REQUIRES(mu_);
 
   Mutex mu_;
   CondVar cv_;
   std::vector<Slot> slots_ LOOM_GUARDED_BY(mu_);
+  std::vector<HugeBuffer> buffers_ LOOM_GUARDED_BY(mu_);
   std::vector<bool> busy_ LOOM_GUARDED_BY(mu_);
 };
 

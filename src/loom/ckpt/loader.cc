@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "loom/base/clock.h"
+#include "loom/base/huge_buffer.h"
 #include "loom/base/json_util.h"
 #include "loom/base/stream_copy.h"
 #include "loom/base/thread_pool.h"
@@ -78,13 +79,15 @@ Result<LoadReport> Load(Storage& storage, const CheckpointSource& src, const Sta
         break;
       }
     }
-    thread_local std::vector<char> bounce;
+    thread_local HugeBuffer bounce;  // aligned, so direct reads land in it without a copy
     if (direct != nullptr) {
       char* dst = direct->dst + (p.off - direct->off);
       LOOM_RETURN_IF_ERROR(f.ReadAt(p.off, p.end - p.off, dst));
       piece = dst;
     } else {
-      bounce.resize(static_cast<size_t>(p.end - p.off));
+      if (bounce.size() < static_cast<size_t>(p.end - p.off)) {
+        bounce = HugeBuffer(static_cast<size_t>(p.end - p.off));
+      }
       LOOM_RETURN_IF_ERROR(f.ReadAt(p.off, p.end - p.off, bounce.data()));
       piece = bounce.data();
     }

@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "loom/base/file_util.h"
+#include "loom/base/huge_buffer.h"
 #include "loom/base/logging.h"
 #include "loom/base/stream_copy.h"
 #include "loom/ckpt/metadata.h"
@@ -43,14 +44,6 @@ int OpenDirect(const std::string& path, int flags, int* err) {
     *err = errno;
   }
   return -1;
-}
-
-struct AlignedFree {
-  void operator()(char* p) const { std::free(p); }
-};
-using AlignedBuffer = std::unique_ptr<char, AlignedFree>;
-AlignedBuffer AllocAligned(int64_t n) {
-  return AlignedBuffer(static_cast<char*>(std::aligned_alloc(kAlignment, n)));
 }
 
 class PosixWritableFile : public WritableFile {
@@ -119,7 +112,7 @@ class PosixReadableFile : public ReadableFile {
     }
     // Aligned enclosing blocks through a bounce buffer, in pieces of at most kBounce bytes.
     constexpr int64_t kBounce = 8 << 20;
-    thread_local AlignedBuffer bounce = AllocAligned(kBounce);
+    thread_local HugeBuffer bounce(kBounce);
     char* out = static_cast<char*>(dst);
     while (n > 0) {
       const int64_t lo = offset / kAlignment * kAlignment;
@@ -129,8 +122,8 @@ class PosixReadableFile : public ReadableFile {
                                                  kAlignment,
                                              kBounce);
       const int64_t avail = std::min<int64_t>(span, size_ - lo);
-      LOOM_RETURN_IF_ERROR(PreadUpTo(direct_fd_, lo, span, avail, bounce.get()));
-      StreamingCopy(out, bounce.get() + skip, static_cast<size_t>(want));
+      LOOM_RETURN_IF_ERROR(PreadUpTo(direct_fd_, lo, span, avail, bounce.data()));
+      StreamingCopy(out, bounce.data() + skip, static_cast<size_t>(want));
       out += want;
       offset += want;
       n -= want;
