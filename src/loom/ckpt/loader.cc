@@ -3,6 +3,7 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -66,43 +67,57 @@ Result<LoadReport> Load(Storage& storage, const CheckpointSource& src, const Sta
   LOOM_ASSIGN_OR_RETURN(auto files, OpenFiles(storage, src, spans, opts));
   ThreadPool pool({.num_threads = std::max(1, opts.io_threads), .name = "ckpt-load"});
   pool.Start();
-  LOOM_RETURN_IF_ERROR(ParallelFor(&pool, static_cast<int64_t>(pieces.size()), [&](int64_t i) {
-    const ReadPiece& p = pieces[i];
-    ReadableFile& f = *files[p.span->file];
-    // A request covering the whole piece is read into directly; the piece's other requests
-    // (targets overlapping it, or wanting the same bytes twice) are copied from there.
-    const char* piece = nullptr;
-    const ReadReq* direct = nullptr;
-    for (const ReadReq* r : p.span->reqs) {
-      if (r->off <= p.off && r->off + r->len >= p.end) {
-        direct = r;
-        break;
+  // One task per span, reading its pieces in order into an aligned buffer, copying them out and,
+  // for targets that are whole chunks, hashing them while they are still in cache.
+  std::atomic<int64_t> verified{0};
+  LOOM_RETURN_IF_ERROR(ParallelFor(&pool, static_cast<int64_t>(spans.size()), [&](int64_t i) {
+    const ReadSpan& span = spans[i];
+    ReadableFile& f = *files[span.file];
+    std::map<const ReadReq*, XXH64_state_t*> hashing;
+    for (const ReadReq* r : span.reqs) {
+      if (opts.verify && r->whole != nullptr && r->whole->xxh64) {
+        hashing[r] = XXH64_createState();
+        XXH64_reset(hashing[r], 0);
       }
     }
-    thread_local HugeBuffer bounce;  // aligned, so direct reads land in it without a copy
-    if (direct != nullptr) {
-      char* dst = direct->dst + (p.off - direct->off);
-      LOOM_RETURN_IF_ERROR(f.ReadAt(p.off, p.end - p.off, dst));
-      piece = dst;
-    } else {
-      if (bounce.size() < static_cast<size_t>(p.end - p.off)) {
-        bounce = HugeBuffer(static_cast<size_t>(p.end - p.off));
+    auto free_states = [&] {
+      for (auto& [r, st] : hashing) XXH64_freeState(st);
+    };
+    thread_local HugeBuffer bounce;
+    for (int64_t off = span.off; off < span.end;) {
+      const int64_t end = std::min(span.end, (off / opts.piece_bytes + 1) * opts.piece_bytes);
+      if (bounce.size() < static_cast<size_t>(end - off)) {
+        bounce = HugeBuffer(static_cast<size_t>(opts.piece_bytes));
       }
-      LOOM_RETURN_IF_ERROR(f.ReadAt(p.off, p.end - p.off, bounce.data()));
-      piece = bounce.data();
+      if (Status st = f.ReadAt(off, end - off, bounce.data()); !st.ok()) {
+        free_states();
+        return st;
+      }
+      for (const ReadReq* r : span.reqs) {
+        auto [a, e] = Overlap(*r, off, end);
+        if (a >= e) continue;
+        const char* from = bounce.data() + (a - off);
+        StreamingCopy(r->dst + (a - r->off), from, static_cast<size_t>(e - a));
+        if (auto it = hashing.find(r); it != hashing.end()) {
+          XXH64_update(it->second, from, static_cast<size_t>(e - a));
+        }
+      }
+      off = end;
     }
-    for (const ReadReq* r : p.span->reqs) {
-      auto [a, e] = Overlap(*r, p.off, p.end);
-      if (a < e && r != direct) {
-        StreamingCopy(r->dst + (a - r->off), piece + (a - p.off), static_cast<size_t>(e - a));
+    Status result;
+    for (auto& [r, st] : hashing) {
+      if (result.ok() && XXH64_digest(st) != *r->whole->xxh64) {
+        result = DataLossError("tensor '" + *r->name + "' chunk " + r->whole->box.DebugString() +
+                               " in " + JoinPath(src.dir, src.meta.files[r->file].path) +
+                               " fails its xxh64 checksum: the file is corrupted");
       }
     }
-    return OkStatus();
+    verified += static_cast<int64_t>(hashing.size());
+    free_states();
+    return result;
   }));
   report.reads = static_cast<int64_t>(pieces.size());
-  if (opts.verify) {
-    LOOM_ASSIGN_OR_RETURN(report.verified_chunks, VerifyWholeChunks(&pool, src, reqs));
-  }
+  report.verified_chunks = verified.load();
   pool.Stop();
   for (const auto& [i, f] : files) report.bytes_read += f->bytes_read();
   report.total_bytes_read = report.bytes_read;

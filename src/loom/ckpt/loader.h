@@ -3,7 +3,9 @@
 // For every target region (a box, or a flat range cut into boxes) and every saved chunk that
 // intersects it, the intersection is copied run by run (box.h). Only the byte ranges a rank
 // needs are read: runs are sorted by file offset, neighbours closer than `coalesce_gap` merge
-// into one read through a bounce buffer, and a lone run is read straight into its destination.
+// into spans; io threads take one span each and read it in pieces into an aligned (huge-page)
+// buffer, copy each piece to its destinations with non-temporal stores and hash it for chunks
+// read whole while it is still in cache.
 // LoadReport::read_amplification() = bytes read / bytes needed (alignment padding and coalesced
 // gaps included). A chunk read whole is checked against its xxh64.
 //
@@ -48,7 +50,7 @@ struct LoadOptions {
   int64_t exchange_round_bytes = 256 << 20;  // per rank and round, bounds the exchange buffers
   bool direct_io = true;
   int io_threads = 4;               // reads in flight (I/O-bound: more than cores is fine)
-  int64_t piece_bytes = 8 << 20;    // spans are read in pieces of at most this size
+  int64_t piece_bytes = 4 << 20;    // spans are read in pieces of at most this size
   bool verify = true;               // check xxh64 of chunks read whole
   int64_t coalesce_gap = 256 << 10;  // merge reads separated by at most this many bytes
   int64_t max_span = 64 << 20;       // ... into spans of at most this size
