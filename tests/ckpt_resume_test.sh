@@ -57,6 +57,18 @@ train ar 2 "${common[@]}" dist.mode=allreduce ckpt.every=6 steps=6
 train ar_zero 3 resume="$SCRATCH/ar/ckpt" dist.mode=zero1 batch.global=6 steps=8
 expect_contains "$SCRATCH/ar_zero.txt" "at step 6" "resumed the all-reduce checkpoint"
 
+# Two tiers and resume=auto (a restart loop): every step goes to a fast dir, then to a persistent
+# one; resume=auto takes the newest committed step, or starts fresh when there is none.
+train tiers 2 "${common[@]}" steps=8 ckpt.every=4 ckpt.dir="$SCRATCH/fast" ckpt.persist_dir="$SCRATCH/disk"
+[[ $(cat "$SCRATCH/fast/latest") == step_00000008 && $(cat "$SCRATCH/disk/latest") == step_00000008 ]] \
+  || fail "both tiers should hold step 8"
+"$LOOM" ckpt verify "$SCRATCH/disk" > /dev/null || fail "the persistent copy does not verify"
+train auto 2 "${common[@]}" steps=10 ckpt.every=5 ckpt.dir="$SCRATCH/fast" \
+  ckpt.persist_dir="$SCRATCH/disk" resume=auto
+expect_contains "$SCRATCH/auto.txt" "resumed from $SCRATCH/fast/step_00000008" "resume=auto picks step 8"
+train fresh 1 "${common[@]}" steps=2 ckpt.dir="$SCRATCH/empty" resume=auto
+expect_contains "$SCRATCH/fresh.txt" "resume=auto: no checkpoint" "resume=auto without a checkpoint"
+
 # Export to safetensors; Python's torch reads it and it equals the checkpoint's weights.
 "$LOOM" ckpt export "$ck" --safetensors "$SCRATCH/w.safetensors" --select model. --strip model. \
   > "$SCRATCH/export.txt" || { cat "$SCRATCH/export.txt"; fail "export failed"; }

@@ -24,12 +24,19 @@ std::string StepDirName(int64_t step) {
   return buf;
 }
 
+// Where one save goes on one tier.
+struct SaveJobTier {
+  Storage* storage;
+  std::string root, tmp_dir, final_dir;
+  std::string stage_prefix;  // telemetry: "" for the first tier, "persist_" for the second
+};
+
 struct SaveJob {
   int64_t step = 0;
   SaveOptions opts;
   std::shared_ptr<const GlobalPlan> plan;
   HostPool::Slot slot;
-  std::string tmp_dir, final_dir;
+  std::vector<SaveJobTier> tiers;
   SaveStats stats;
   int64_t t_start_ns = 0, t_plan_ns = 0, t_snap_ns = 0;  // telemetry, written in the background
   std::map<std::string, std::vector<std::pair<int, uint64_t>>> hashes;  // name -> (chunk, xxh64)
@@ -73,6 +80,10 @@ Checkpointer::Checkpointer(Storage* storage, std::string root, comm::Communicato
       worker_({.num_threads = 1, .name = "ckpt"}) {
   if (options_.telemetry_dir.empty() && storage_->name() == "posix") {
     options_.telemetry_dir = JoinPath(root_, "telemetry");
+  }
+  tiers_.push_back({storage_, root_, false});
+  if (options_.persist_storage != nullptr && !options_.persist_root.empty()) {
+    tiers_.push_back({options_.persist_storage, options_.persist_root, false});
   }
   io_.Start();
   worker_.Start();
@@ -160,25 +171,26 @@ Result<std::shared_ptr<const GlobalPlan>> Checkpointer::Plan(const LocalPlan& lo
   return std::shared_ptr<const GlobalPlan>(plan);
 }
 
-Status Checkpointer::PrepareStepDir(int64_t step) {
-  const std::string final_dir = JoinPath(root_, StepDirName(step));
-  if (storage_->Exists(final_dir)) {
+Status Checkpointer::PrepareStepDir(TierState& tier, int64_t step) {
+  Storage* storage = tier.storage;
+  const std::string final_dir = JoinPath(tier.root, StepDirName(step));
+  if (storage->Exists(final_dir)) {
     return AlreadyExistsError("checkpoint " + final_dir + " already exists");
   }
   if (rank_ != 0) return OkStatus();
-  LOOM_RETURN_IF_ERROR(storage_->MakeDirs(root_));
-  if (!cleaned_root_) {
+  LOOM_RETURN_IF_ERROR(storage->MakeDirs(tier.root));
+  if (!tier.cleaned) {
     // Leftovers of saves that crashed before their commit.
-    LOOM_ASSIGN_OR_RETURN(auto names, storage_->List(root_));
+    LOOM_ASSIGN_OR_RETURN(auto names, storage->List(tier.root));
     for (const std::string& n : names) {
       if (n.starts_with("step_") && n.ends_with(".tmp")) {
-        LOOM_LOG(INFO, "ckpt") << "removing uncommitted " << JoinPath(root_, n);
-        LOOM_RETURN_IF_ERROR(storage_->RemoveAll(JoinPath(root_, n)));
+        LOOM_LOG(INFO, "ckpt") << "removing uncommitted " << JoinPath(tier.root, n);
+        LOOM_RETURN_IF_ERROR(storage->RemoveAll(JoinPath(tier.root, n)));
       }
     }
-    cleaned_root_ = true;
+    tier.cleaned = true;
   }
-  return storage_->RemoveAll(final_dir + ".tmp");
+  return storage->RemoveAll(final_dir + ".tmp");
 }
 
 Result<SaveHandle> Checkpointer::Save(int64_t step, const StateDict& state,
@@ -188,10 +200,16 @@ Result<SaveHandle> Checkpointer::Save(int64_t step, const StateDict& state,
   auto job = std::make_shared<SaveJob>();
   job->step = step;
   job->opts = opts;
-  job->final_dir = JoinPath(root_, StepDirName(step));
-  job->tmp_dir = job->final_dir + ".tmp";
+  for (size_t t = 0; t < tiers_.size(); ++t) {
+    const std::string final_dir = JoinPath(tiers_[t].root, StepDirName(step));
+    job->tiers.push_back({tiers_[t].storage, tiers_[t].root, final_dir + ".tmp", final_dir,
+                          t == 0 ? "" : "persist_"});
+  }
   LOOM_ASSIGN_OR_RETURN(LocalPlan local, MakeLocalPlan(state));
-  Status prep = PrepareStepDir(step);
+  Status prep;
+  for (TierState& tier : tiers_) {
+    if (prep.ok()) prep = PrepareStepDir(tier, step);
+  }
   // Rank 0's cleanup must finish before anyone writes: the plan exchange orders it.
   bool cached = false;
   auto plan = Plan(local, opts.plan_cache, &cached);
@@ -200,8 +218,10 @@ Result<SaveHandle> Checkpointer::Save(int64_t step, const StateDict& state,
   job->plan = *plan;
   job->stats.plan_cached = cached;
   job->stats.plan_s = sw.Seconds();
-  LOOM_RETURN_IF_ERROR(storage_->MakeDirs(JoinPath(job->tmp_dir, "data")));
-  LOOM_RETURN_IF_ERROR(storage_->MakeDirs(JoinPath(job->tmp_dir, "done")));
+  for (const SaveJobTier& tier : job->tiers) {
+    LOOM_RETURN_IF_ERROR(tier.storage->MakeDirs(JoinPath(tier.tmp_dir, "data")));
+    LOOM_RETURN_IF_ERROR(tier.storage->MakeDirs(JoinPath(tier.tmp_dir, "done")));
+  }
   const int64_t t_plan = WallNanos();
 
   // Snapshot: copy this rank's items into its file image.
@@ -244,14 +264,14 @@ Result<SaveHandle> Checkpointer::Save(int64_t step, const StateDict& state,
 
 // Writes this rank's file image in blocks and, on the same io threads, checksums its chunks:
 // writes wait on the device while hashing uses the CPU.
-Status Checkpointer::WriteImage(SaveJob& job) {
-  const std::string path = JoinPath(job.tmp_dir, job.plan->meta.files[rank_].path);
-  LOOM_ASSIGN_OR_RETURN(auto file, storage_->Create(path, {.direct = job.opts.direct_io}));
+Status Checkpointer::WriteImage(SaveJob& job, const SaveJobTier& tier, bool hash) {
+  const std::string path = JoinPath(tier.tmp_dir, job.plan->meta.files[rank_].path);
+  LOOM_ASSIGN_OR_RETURN(auto file, tier.storage->Create(path, {.direct = job.opts.direct_io}));
   const int64_t image = job.plan->file_bytes[rank_];
   const int64_t block = std::max<int64_t>(kAlignment, AlignUp(job.opts.block_bytes));
   const int64_t blocks = (image + block - 1) / block;
   const auto& writes = job.plan->writes[rank_];
-  const int64_t hashes = job.opts.checksum ? static_cast<int64_t>(writes.size()) : 0;
+  const int64_t hashes = hash && job.opts.checksum ? static_cast<int64_t>(writes.size()) : 0;
   std::vector<uint64_t> h(static_cast<size_t>(hashes));
   // One task writes the blocks in order (sequential writes suit the device best), the other
   // hashes the chunks meanwhile.
@@ -278,34 +298,13 @@ Status Checkpointer::WriteImage(SaveJob& job) {
 void Checkpointer::RunJob(const std::shared_ptr<SaveJob>& job) {
   Telemetry(job->step, "plan", job->t_start_ns, job->t_plan_ns, 0);
   Telemetry(job->step, "snapshot", job->t_plan_ns, job->t_snap_ns, job->stats.bytes);
-  const int64_t t0 = WallNanos();
-  Status s = WriteImage(*job);
-  Telemetry(job->step, "write", t0, WallNanos(), job->stats.bytes);
+  // Tier by tier from the same host buffer: the fast tier commits first.
+  Status s;
+  for (size_t t = 0; t < job->tiers.size(); ++t) {
+    Status ts = SaveTier(*job, job->tiers[t], /*hash=*/t == 0);
+    if (s.ok()) s = ts;
+  }
   pool_.Release(job->slot);
-
-  json marker = {{"ok", s.ok()}, {"error", s.ok() ? "" : s.ToString()}};
-  json hashes = json::object();
-  for (const auto& [name, list] : job->hashes) {
-    json arr = json::array();
-    for (const auto& [chunk, h] : list) arr.push_back({chunk, HexU64(h)});
-    hashes[name] = arr;
-  }
-  marker["xxh64"] = std::move(hashes);
-  // Only rank 0 reads the marker, before it writes the durable metadata: no fsync needed.
-  Status ms = storage_->WriteSmallFile(
-      JoinPath(job->tmp_dir, "done/r" + std::to_string(rank_) + ".json"), marker.dump(),
-      {.atomic = true, .sync = false});
-  if (s.ok()) s = ms;
-  if (rank_ == 0) {
-    const int64_t tc = WallNanos();
-    Status cs = Commit(*job);
-    Telemetry(job->step, "commit", tc, WallNanos(), 0);
-    if (s.ok()) s = cs;
-    if (!cs.ok()) {
-      Status rm = storage_->RemoveAll(job->tmp_dir);
-      if (!rm.ok()) LOOM_LOG(WARNING, "ckpt") << "cleanup: " << rm;
-    }
-  }
   if (!s.ok()) {
     s = s.WithContext("checkpoint step " + std::to_string(job->step) + " (rank " +
                       std::to_string(rank_) + ")");
@@ -314,16 +313,47 @@ void Checkpointer::RunJob(const std::shared_ptr<SaveJob>& job) {
   job->Finish(s);
 }
 
-Status Checkpointer::Commit(SaveJob& job) {
+Status Checkpointer::SaveTier(SaveJob& job, const SaveJobTier& tier, bool hash) {
+  const int64_t t0 = WallNanos();
+  Status s = WriteImage(job, tier, hash);
+  Telemetry(job.step, (tier.stage_prefix + "write").c_str(), t0, WallNanos(), job.stats.bytes);
+  json marker = {{"ok", s.ok()}, {"error", s.ok() ? "" : s.ToString()}};
+  json hashes = json::object();
+  for (const auto& [name, list] : job.hashes) {
+    json arr = json::array();
+    for (const auto& [chunk, h] : list) arr.push_back({chunk, HexU64(h)});
+    hashes[name] = arr;
+  }
+  marker["xxh64"] = std::move(hashes);
+  // Only rank 0 reads the marker, before it writes the durable metadata: no fsync needed.
+  Status ms = tier.storage->WriteSmallFile(
+      JoinPath(tier.tmp_dir, "done/r" + std::to_string(rank_) + ".json"), marker.dump(),
+      {.atomic = true, .sync = false});
+  if (s.ok()) s = ms;
+  if (rank_ == 0) {
+    const int64_t tc = WallNanos();
+    Status cs = Commit(job, tier);
+    Telemetry(job.step, (tier.stage_prefix + "commit").c_str(), tc, WallNanos(), 0);
+    if (s.ok()) s = cs;
+    if (!cs.ok()) {
+      Status rm = tier.storage->RemoveAll(tier.tmp_dir);
+      if (!rm.ok()) LOOM_LOG(WARNING, "ckpt") << "cleanup: " << rm;
+    }
+  }
+  if (!s.ok() && !tier.stage_prefix.empty()) s = s.WithContext("persistent tier " + tier.root);
+  return s;
+}
+
+Status Checkpointer::Commit(SaveJob& job, const SaveJobTier& tier) {
   CheckpointMeta meta = job.plan->meta;
   meta.step = job.step;
   meta.producer = job.opts.producer;
   meta.user = job.opts.user;
   const Deadline deadline = DeadlineAfter(job.opts.commit_timeout);
   for (int r = 0; r < world_; ++r) {
-    const std::string marker = JoinPath(job.tmp_dir, "done/r" + std::to_string(r) + ".json");
+    const std::string marker = JoinPath(tier.tmp_dir, "done/r" + std::to_string(r) + ".json");
     auto sleep = std::chrono::milliseconds(1);
-    while (!storage_->Exists(marker)) {
+    while (!tier.storage->Exists(marker)) {
       if (SteadyClock::now() > deadline) {
         return DeadlineExceededError("rank " + std::to_string(r) + " did not finish writing " +
                                      "within " + std::to_string(job.opts.commit_timeout.count()) +
@@ -332,7 +362,7 @@ Status Checkpointer::Commit(SaveJob& job) {
       std::this_thread::sleep_for(sleep);
       sleep = std::min(sleep * 2, std::chrono::milliseconds(4));
     }
-    LOOM_ASSIGN_OR_RETURN(std::string text, storage_->ReadSmallFile(marker));
+    LOOM_ASSIGN_OR_RETURN(std::string text, tier.storage->ReadSmallFile(marker));
     json m = json::parse(text, nullptr, false);
     if (m.is_discarded() || !m.is_object()) return DataLossError(marker + " is not JSON");
     if (!m.value("ok", false)) {
@@ -354,18 +384,18 @@ Status Checkpointer::Commit(SaveJob& job) {
   // Inside the still-invisible temporary directory files need durability, not atomicity; one
   // directory sync covers their names, and the rename publishes everything at once.
   const Storage::SmallFileOptions in_tmp{.atomic = false, .sync = true};
-  LOOM_RETURN_IF_ERROR(storage_->WriteSmallFile(JoinPath(job.tmp_dir, kMetadataFile),
+  LOOM_RETURN_IF_ERROR(tier.storage->WriteSmallFile(JoinPath(tier.tmp_dir, kMetadataFile),
                                                 MetadataToJson(meta), in_tmp));
-  LOOM_RETURN_IF_ERROR(storage_->RemoveAll(JoinPath(job.tmp_dir, "done")));
-  LOOM_RETURN_IF_ERROR(storage_->WriteSmallFile(JoinPath(job.tmp_dir, kCommittedFile),
+  LOOM_RETURN_IF_ERROR(tier.storage->RemoveAll(JoinPath(tier.tmp_dir, "done")));
+  LOOM_RETURN_IF_ERROR(tier.storage->WriteSmallFile(JoinPath(tier.tmp_dir, kCommittedFile),
                                                 "step " + std::to_string(job.step) + "\n",
                                                 in_tmp));
-  LOOM_RETURN_IF_ERROR(storage_->SyncDir(job.tmp_dir));
-  LOOM_RETURN_IF_ERROR(storage_->Rename(job.tmp_dir, job.final_dir));
-  LOOM_RETURN_IF_ERROR(storage_->WriteSmallFile(JoinPath(root_, kLatestFile),
+  LOOM_RETURN_IF_ERROR(tier.storage->SyncDir(tier.tmp_dir));
+  LOOM_RETURN_IF_ERROR(tier.storage->Rename(tier.tmp_dir, tier.final_dir));
+  LOOM_RETURN_IF_ERROR(tier.storage->WriteSmallFile(JoinPath(tier.root, kLatestFile),
                                                 StepDirName(job.step) + "\n"));
   if (job.opts.keep > 0) {
-    LOOM_ASSIGN_OR_RETURN(auto names, storage_->List(root_));
+    LOOM_ASSIGN_OR_RETURN(auto names, tier.storage->List(root_));
     std::vector<std::string> steps;
     for (const std::string& n : names) {
       if (n.starts_with("step_") && !n.ends_with(".tmp")) steps.push_back(n);
@@ -373,7 +403,7 @@ Status Checkpointer::Commit(SaveJob& job) {
     const std::string current = StepDirName(job.step);
     for (size_t i = 0; i + job.opts.keep < steps.size(); ++i) {
       if (steps[i] == current) continue;
-      LOOM_RETURN_IF_ERROR(storage_->RemoveAll(JoinPath(root_, steps[i])));
+      LOOM_RETURN_IF_ERROR(tier.storage->RemoveAll(JoinPath(tier.root, steps[i])));
     }
   }
   return OkStatus();

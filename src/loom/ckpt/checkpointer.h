@@ -64,6 +64,7 @@ struct SaveStats {
 };
 
 struct SaveJob;
+struct SaveJobTier;
 
 class SaveHandle {
  public:
@@ -85,6 +86,12 @@ class Checkpointer {
     int io_threads = 2;  // one writes, one hashes
     int pool_slots = 2;
     std::string telemetry_dir;  // empty: <root>/telemetry on posix storage, none otherwise
+    // A second, persistent tier. Each save commits to `root` first (put it on a fast medium,
+    // e.g. /dev/shm, for quick restarts after a process crash) and then, from the same host
+    // buffer, to `persist_root` on `persist_storage`. Wait() covers both; the host buffer is
+    // reused only after both are written.
+    Storage* persist_storage = nullptr;
+    std::string persist_root;
   };
   // `comm` may be null for a single process.
   Checkpointer(Storage* storage, std::string root, comm::Communicator* comm, Options options);
@@ -111,10 +118,16 @@ class Checkpointer {
   };
   Result<std::shared_ptr<const GlobalPlan>> Plan(const LocalPlan& local, bool use_cache,
                                                  bool* cached);
-  Status PrepareStepDir(int64_t step);
+  struct TierState {
+    Storage* storage;
+    std::string root;
+    bool cleaned;  // leftover .tmp directories removed
+  };
+  Status PrepareStepDir(TierState& tier, int64_t step);
   void RunJob(const std::shared_ptr<SaveJob>& job);
-  Status WriteImage(SaveJob& job);
-  Status Commit(SaveJob& job);
+  Status SaveTier(SaveJob& job, const SaveJobTier& tier, bool hash);
+  Status WriteImage(SaveJob& job, const SaveJobTier& tier, bool hash);
+  Status Commit(SaveJob& job, const SaveJobTier& tier);
   void Telemetry(int64_t step, const char* stage, int64_t t0_ns, int64_t t1_ns, int64_t bytes);
 
   Storage* storage_;
@@ -129,7 +142,7 @@ class Checkpointer {
   std::map<uint64_t, CachedPlan> cache_;  // by local-plan hash
   std::vector<std::shared_ptr<SaveJob>> pending_;
   int64_t plan_gathers_ = 0;
-  bool cleaned_root_ = false;
+  std::vector<TierState> tiers_;
 };
 
 std::string StepDirName(int64_t step);  // "step_00000050"

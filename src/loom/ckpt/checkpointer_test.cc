@@ -180,6 +180,53 @@ TEST(Checkpointer, FailedCommitRenameLeavesLatestAlone) {
   EXPECT_EQ(OpenCheckpoint(*mem, "/ck/step_00000001").status().code(), StatusCode::kNotFound);
 }
 
+TEST(Checkpointer, PersistentTierGetsEveryStepAfterTheFastTier) {
+  auto fast = NewMemoryStorage();
+  auto disk_base = NewMemoryStorage();
+  // The persistent tier's second data write fails: step 2 misses it, steps 1 and 3 do not.
+  auto disk = NewFaultyStorage(disk_base.get(), {{FaultOp::kWrite, 2, EIO}});
+  Model m;
+  Checkpointer::Options opts;
+  opts.io_threads = 1;
+  opts.persist_storage = disk.get();
+  opts.persist_root = "/disk/ck";
+  Checkpointer ckpt(fast.get(), "/shm/ck", nullptr, opts);
+  for (int step = 1; step <= 3; ++step) {
+    auto h = ckpt.Save(step, m.Dict());
+    ASSERT_TRUE(h.ok()) << h.status();
+    Status s = h->Wait();
+    if (step == 2) {
+      EXPECT_FALSE(s.ok());
+      EXPECT_NE(s.message().find("persistent tier /disk/ck"), std::string::npos) << s;
+    } else {
+      EXPECT_TRUE(s.ok()) << s;
+    }
+  }
+  EXPECT_EQ(*fast->ReadSmallFile("/shm/ck/latest"), "step_00000003\n");
+  EXPECT_EQ(*disk_base->ReadSmallFile("/disk/ck/latest"), "step_00000003\n");
+  EXPECT_TRUE(fast->Exists("/shm/ck/step_00000002/COMMITTED"));
+  EXPECT_FALSE(disk_base->Exists("/disk/ck/step_00000002"));
+  // Both copies load and carry the same checksums.
+  auto a = OpenCheckpoint(*fast, "/shm/ck");
+  auto b = OpenCheckpoint(*disk_base, "/disk/ck");
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(MetadataToJson(a->meta), MetadataToJson(b->meta));
+  EXPECT_EQ(*VerifyChecksums(*disk_base, *b), 4);
+}
+
+TEST(Checkpointer, NewestCheckpointPicksTheHighestCommittedStepAcrossRoots) {
+  auto storage = NewMemoryStorage();
+  Model m;
+  {
+    Checkpointer a(storage.get(), "/a", nullptr);
+    ASSERT_TRUE(a.Save(4, m.Dict(), {.async = false}).ok());
+    Checkpointer b(storage.get(), "/b", nullptr);
+    ASSERT_TRUE(b.Save(7, m.Dict(), {.async = false}).ok());
+  }
+  EXPECT_EQ(*NewestCheckpoint(*storage, {"/a", "/b", "/missing"}), "/b/step_00000007");
+  EXPECT_EQ(*NewestCheckpoint(*storage, {"/missing"}), "");
+}
+
 TEST(Checkpointer, SavingAnExistingStepIsAnError) {
   auto mem = NewMemoryStorage();
   Model m;

@@ -11,6 +11,7 @@
 #include "loom/base/clock.h"
 #include "loom/base/huge_buffer.h"
 #include "loom/base/json_util.h"
+#include "loom/base/logging.h"
 #include "loom/base/stream_copy.h"
 #include "loom/base/thread_pool.h"
 #include "loom/ckpt/parallel.h"
@@ -124,6 +125,24 @@ Result<LoadReport> Load(Storage& storage, const CheckpointSource& src, const Sta
   report.total_bytes_needed = report.bytes_needed;
   report.seconds = sw.Seconds();
   return report;
+}
+
+Result<std::string> NewestCheckpoint(Storage& storage, const std::vector<std::string>& roots) {
+  std::string best;
+  int64_t best_step = -1;
+  for (const std::string& root : roots) {
+    if (root.empty() || !storage.Exists(JoinPath(root, kLatestFile))) continue;
+    auto src = OpenCheckpoint(storage, root);
+    if (!src.ok()) {
+      LOOM_LOG(WARNING, "ckpt") << "skipping " << root << ": " << src.status();
+      continue;
+    }
+    if (src->meta.step > best_step) {
+      best_step = src->meta.step;
+      best = src->dir;
+    }
+  }
+  return best;
 }
 
 namespace {

@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "loom/base/status.h"
 #include "loom/ckpt/metadata.h"
@@ -50,7 +51,7 @@ struct LoadOptions {
   int64_t exchange_round_bytes = 256 << 20;  // per rank and round, bounds the exchange buffers
   bool direct_io = true;
   int io_threads = 4;               // reads in flight (I/O-bound: more than cores is fine)
-  int64_t piece_bytes = 4 << 20;    // spans are read in pieces of at most this size
+  int64_t piece_bytes = 16 << 20;   // spans are read in pieces of at most this size
   bool verify = true;               // check xxh64 of chunks read whole
   int64_t coalesce_gap = 256 << 10;  // merge reads separated by at most this many bytes
   int64_t max_span = 64 << 20;       // ... into spans of at most this size
@@ -84,6 +85,10 @@ Result<LoadReport> Load(Storage& storage, const CheckpointSource& src, const Sta
 Result<LoadReport> LoadCooperative(Storage& storage, const CheckpointSource& src,
                                    const StateDict& targets, comm::Communicator& comm,
                                    const LoadOptions& opts);
+
+// Among checkpoint roots (e.g. a fast tier and a persistent one), the step directory of the
+// newest committed step; "" when none has one. Missing roots are skipped.
+Result<std::string> NewestCheckpoint(Storage& storage, const std::vector<std::string>& roots);
 
 // An object's bytes: this rank's copy if one was saved per rank, else the replicated copy.
 Result<std::string> ReadObject(Storage& storage, const CheckpointSource& src,

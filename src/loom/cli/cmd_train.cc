@@ -43,7 +43,14 @@ Result<train::TrainConfig> LoadConfig(const TrainArgs& a, int world) {
   if (!a.config_file.empty()) {
     LOOM_ASSIGN_OR_RETURN(file, ReadJsonFile(a.config_file));
   }
-  const std::string resume = ResumePath(a, file);
+  std::string resume = ResumePath(a, file);
+  if (resume == "auto") {  // the newest checkpoint in ckpt.dir / ckpt.persist_dir, if any
+    LOOM_ASSIGN_OR_RETURN(train::TrainConfig plain,
+                          train::ResolveTrainConfig(a.config_file.empty() ? nullptr : &file,
+                                                    a.overrides, world));
+    LOOM_ASSIGN_OR_RETURN(resume, train::FindResumeCheckpoint(plain, plain.run_dir));
+    if (resume.empty()) return plain;
+  }
   if (!resume.empty()) {
     LOOM_ASSIGN_OR_RETURN(nlohmann::json saved, train::SavedTrainConfig(resume));
     nlohmann::json base = train::TrainConfigDefaults();

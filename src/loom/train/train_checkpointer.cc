@@ -28,9 +28,15 @@ TrainCheckpointer::TrainCheckpointer(const TrainConfig& cfg, const std::string& 
       comm_(comm),
       log_(log),
       dir_(cfg.ckpt.dir.empty() ? ckpt::JoinPath(run_dir, "ckpt") : cfg.ckpt.dir),
+      run_dir_(run_dir),
       storage_(ckpt::NewPosixStorage()) {
   if (cfg_.ckpt.every > 0) {
-    ckpt_ = std::make_unique<ckpt::Checkpointer>(storage_.get(), dir_, comm_);
+    ckpt::Checkpointer::Options opts;
+    if (!cfg_.ckpt.persist_dir.empty()) {
+      opts.persist_storage = storage_.get();
+      opts.persist_root = cfg_.ckpt.persist_dir;
+    }
+    ckpt_ = std::make_unique<ckpt::Checkpointer>(storage_.get(), dir_, comm_, opts);
   }
 }
 
@@ -81,8 +87,16 @@ ckpt::StateDict TrainCheckpointer::LoadTargets(const TrainState& s) const {
 }
 
 Result<int64_t> TrainCheckpointer::Restore(const TrainState& s) {
-  if (cfg_.resume.empty()) return int64_t{0};
-  LOOM_ASSIGN_OR_RETURN(ckpt::CheckpointSource src, ckpt::OpenCheckpoint(*storage_, cfg_.resume));
+  LOOM_ASSIGN_OR_RETURN(std::string path, FindResumeCheckpoint(cfg_, run_dir_));
+  if (path.empty()) {
+    if (!cfg_.resume.empty() && log_ != nullptr) {
+      *log_ << "resume=auto: no checkpoint in " << dir_
+            << (cfg_.ckpt.persist_dir.empty() ? "" : " or " + cfg_.ckpt.persist_dir)
+            << ", starting at step 0\n";
+    }
+    return int64_t{0};
+  }
+  LOOM_ASSIGN_OR_RETURN(ckpt::CheckpointSource src, ckpt::OpenCheckpoint(*storage_, path));
   LOOM_ASSIGN_OR_RETURN(std::string text,
                         ckpt::ReadObject(*storage_, src, kTrainerObject, comm_->rank()));
   json trainer = json::parse(text, nullptr, false);
@@ -158,6 +172,19 @@ Status TrainCheckpointer::Finish() {
           << std::flush;
   }
   return OkStatus();
+}
+
+Result<std::string> FindResumeCheckpoint(const TrainConfig& cfg, const std::string& run_dir) {
+  if (cfg.resume != "auto") return cfg.resume;
+  std::vector<std::string> roots;
+  if (!cfg.ckpt.dir.empty()) {
+    roots.push_back(cfg.ckpt.dir);
+  } else if (!run_dir.empty()) {
+    roots.push_back(ckpt::JoinPath(run_dir, "ckpt"));
+  }
+  roots.push_back(cfg.ckpt.persist_dir);
+  auto storage = ckpt::NewPosixStorage();
+  return ckpt::NewestCheckpoint(*storage, roots);
 }
 
 Result<json> SavedTrainConfig(const std::string& checkpoint) {

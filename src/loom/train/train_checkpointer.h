@@ -50,6 +50,7 @@ class TrainCheckpointer : public CheckpointHook {
   comm::Communicator* comm_;
   std::ostream* log_;
   std::string dir_;
+  std::string run_dir_;
   std::unique_ptr<ckpt::Storage> storage_;
   std::unique_ptr<ckpt::Checkpointer> ckpt_;
   int64_t saved_ = 0;
@@ -57,6 +58,10 @@ class TrainCheckpointer : public CheckpointHook {
   int64_t async_failed_ = 0;  // ... of which failed after Save returned
   bool reserved_ = false;
 };
+
+// The checkpoint `resume` names: "" when resume is empty, or "auto" and no checkpoint exists in
+// ckpt.dir (default <run_dir>/ckpt) or ckpt.persist_dir; else a path.
+Result<std::string> FindResumeCheckpoint(const TrainConfig& cfg, const std::string& run_dir);
 
 // The training config stored in a checkpoint (for `loom train resume=...`), without the keys
 // that belong to one run (run_dir, resume, ckpt.*).

@@ -51,7 +51,8 @@ json TrainConfigToJson(const TrainConfig& c) {
         {"top_k", c.sample_top_k}}},
       {"init", {{"export", c.init_export}}},
       {"ckpt",
-       {{"every", c.ckpt.every}, {"dir", c.ckpt.dir}, {"keep", c.ckpt.keep},
+       {{"every", c.ckpt.every}, {"dir", c.ckpt.dir}, {"persist_dir", c.ckpt.persist_dir},
+        {"keep", c.ckpt.keep},
         {"async", c.ckpt.async}, {"load", c.ckpt.load}}},
       {"resume", c.resume},
   };
@@ -152,6 +153,7 @@ Result<TrainConfig> ResolveTrainConfig(const json* file, const std::vector<std::
     c.init_export = j["init"]["export"];
     c.ckpt.every = j["ckpt"]["every"];
     c.ckpt.dir = j["ckpt"]["dir"];
+    c.ckpt.persist_dir = j["ckpt"]["persist_dir"];
     c.ckpt.keep = j["ckpt"]["keep"];
     c.ckpt.async = j["ckpt"]["async"];
     c.ckpt.load = j["ckpt"]["load"];

@@ -37,9 +37,12 @@ struct OptimConfig {
 // <run_dir>/ckpt), keeping the newest `keep` steps (0: all), written in the background (`async`).
 // `load` on resume: "independent" (each rank reads what it needs) or "cooperative" (each byte
 // read once by one rank and exchanged: less storage traffic, more network traffic).
+// `persist_dir`: a second tier; each checkpoint commits to `dir` first (put it on /dev/shm for
+// restarts in seconds after a process crash) and then to `persist_dir`, from the same buffer.
 struct CkptConfig {
   int64_t every = 0;
   std::string dir;
+  std::string persist_dir;
   int64_t keep = 3;
   bool async = true;
   std::string load = "independent";
@@ -71,7 +74,8 @@ struct TrainConfig {
   std::string init_export;  // write the initial weights here (safetensors) before training
   CkptConfig ckpt;
   // Resume from this checkpoint (a checkpoint root or one step directory): weights, optimizer
-  // state and step; any world size and dist.mode.
+  // state and step; any world size and dist.mode. "auto": the newest committed step in ckpt.dir
+  // or ckpt.persist_dir, or a fresh start when there is none (for restart loops).
   std::string resume;
 
   // Derived.
