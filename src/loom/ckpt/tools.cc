@@ -124,7 +124,10 @@ Result<std::vector<StageSummary>> SummarizeTelemetry(const std::string& root) {
   }
   std::vector<StageSummary> out;
   for (auto& [key, samples] : by_stage) {
-    StageSummary s{key.first, key.second, static_cast<int>(samples.size())};
+    StageSummary s;
+    s.step = key.first;
+    s.stage = key.second;
+    s.ranks = static_cast<int>(samples.size());
     std::vector<double> t;
     for (const Sample& x : samples) {
       t.push_back(x.seconds);
