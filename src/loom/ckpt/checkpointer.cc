@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 
@@ -107,27 +108,39 @@ void Checkpointer::Telemetry(int64_t step, const char* stage, int64_t t0_ns, int
 }
 
 Result<std::shared_ptr<const GlobalPlan>> Checkpointer::Plan(const LocalPlan& local,
-                                                              bool use_cache, bool* cached) {
+                                                              bool use_cache,
+                                                              const Status& local_status,
+                                                              bool* cached) {
   const std::string text = SerializeLocalPlan(local);
   const uint64_t h = XXH64(text.data(), text.size(), static_cast<uint64_t>(world_));
   auto it = use_cache ? cache_.find(h) : cache_.end();
-  int64_t mine[2] = {static_cast<int64_t>(h),
-                     it == cache_.end() ? 0 : static_cast<int64_t>(it->second.global_key)};
-  std::vector<int64_t> all(2 * world_);
+  // Every rank contributes (plan hash, cached global key, failed?): one small AllGather decides
+  // both the cache hit and whether every rank could prepare the save.
+  int64_t mine[3] = {static_cast<int64_t>(h),
+                     it == cache_.end() ? 0 : static_cast<int64_t>(it->second.global_key),
+                     local_status.ok() ? 0 : 1};
+  std::vector<int64_t> all(3 * world_);
   if (comm_ != nullptr) {
-    LOOM_RETURN_IF_ERROR(comm_->AllGather(TensorView::Of(mine, 2), TensorView::Of(all.data(),
+    LOOM_RETURN_IF_ERROR(comm_->AllGather(TensorView::Of(mine, 3), TensorView::Of(all.data(),
                                                                                   all.size()))
                              .WithContext("checkpoint plan agreement"));
   } else {
-    all = {mine[0], mine[1]};
+    all = {mine[0], mine[1], mine[2]};
+  }
+  LOOM_RETURN_IF_ERROR(local_status);
+  for (int r = 0; r < world_; ++r) {
+    if (all[3 * r + 2] != 0) {
+      return AbortedError("rank " + std::to_string(r) +
+                          " could not prepare this checkpoint (its log says why)");
+    }
   }
   std::vector<int64_t> hashes;
-  for (int r = 0; r < world_; ++r) hashes.push_back(all[2 * r]);
+  for (int r = 0; r < world_; ++r) hashes.push_back(all[3 * r]);
   const uint64_t global_key =
       XXH64(hashes.data(), hashes.size() * sizeof(int64_t), 0x6c6f6f6d) | 1;  // never 0
   bool hit = use_cache;
   for (int r = 0; r < world_ && hit; ++r) {
-    hit = static_cast<uint64_t>(all[2 * r + 1]) == global_key;
+    hit = static_cast<uint64_t>(all[3 * r + 1]) == global_key;
   }
   *cached = hit;
   if (hit) return it->second.plan;
@@ -171,6 +184,17 @@ Result<std::shared_ptr<const GlobalPlan>> Checkpointer::Plan(const LocalPlan& lo
   return std::shared_ptr<const GlobalPlan>(plan);
 }
 
+Status Checkpointer::AgreeOk(const Status& mine, const char* what) {
+  int64_t failed = mine.ok() ? 0 : 1;
+  if (comm_ != nullptr) {
+    LOOM_RETURN_IF_ERROR(comm_->AllReduce(TensorView::Of(&failed, 1), comm::ReduceOp::kMax)
+                             .WithContext(std::string("checkpoint: ") + what));
+  }
+  LOOM_RETURN_IF_ERROR(mine);
+  if (failed != 0) return AbortedError(std::string("checkpoint: another rank failed ") + what);
+  return OkStatus();
+}
+
 Status Checkpointer::PrepareStepDir(TierState& tier, int64_t step) {
   Storage* storage = tier.storage;
   const std::string final_dir = JoinPath(tier.root, StepDirName(step));
@@ -205,23 +229,25 @@ Result<SaveHandle> Checkpointer::Save(int64_t step, const StateDict& state,
     job->tiers.push_back({tiers_[t].storage, tiers_[t].root, final_dir + ".tmp", final_dir,
                           t == 0 ? "" : "persist_"});
   }
-  LOOM_ASSIGN_OR_RETURN(LocalPlan local, MakeLocalPlan(state));
-  Status prep;
+  // Local failures (bad entries, an existing step, cleanup errors) are agreed on inside the
+  // plan exchange, so no rank is left waiting in a collective the others skipped.
+  auto local_plan = MakeLocalPlan(state);
+  Status prep = local_plan.status();
   for (TierState& tier : tiers_) {
     if (prep.ok()) prep = PrepareStepDir(tier, step);
   }
   // Rank 0's cleanup must finish before anyone writes: the plan exchange orders it.
+  const LocalPlan local = local_plan.ok() ? *std::move(local_plan) : LocalPlan{};
   bool cached = false;
-  auto plan = Plan(local, opts.plan_cache, &cached);
-  LOOM_RETURN_IF_ERROR(prep);
-  LOOM_RETURN_IF_ERROR(plan.status());
-  job->plan = *plan;
+  LOOM_ASSIGN_OR_RETURN(job->plan, Plan(local, opts.plan_cache, prep, &cached));
   job->stats.plan_cached = cached;
   job->stats.plan_s = sw.Seconds();
+  Status dirs;
   for (const SaveJobTier& tier : job->tiers) {
-    LOOM_RETURN_IF_ERROR(tier.storage->MakeDirs(JoinPath(tier.tmp_dir, "data")));
-    LOOM_RETURN_IF_ERROR(tier.storage->MakeDirs(JoinPath(tier.tmp_dir, "done")));
+    if (dirs.ok()) dirs = tier.storage->MakeDirs(JoinPath(tier.tmp_dir, "data"));
+    if (dirs.ok()) dirs = tier.storage->MakeDirs(JoinPath(tier.tmp_dir, "done"));
   }
+  LOOM_RETURN_IF_ERROR(AgreeOk(dirs, "creating the step directories"));
   const int64_t t_plan = WallNanos();
 
   // Snapshot: copy this rank's items into its file image.
@@ -253,11 +279,13 @@ Result<SaveHandle> Checkpointer::Save(int64_t step, const StateDict& state,
 
   SaveHandle handle(job);
   pending_.push_back(job);
-  if (opts.async) {
-    worker_.Schedule([this, job] { RunJob(job); });
-  } else {
-    RunJob(job);
-    LOOM_RETURN_IF_ERROR(handle.Wait());
+  worker_.Schedule([this, job] { RunJob(job); });  // in order after earlier saves
+  if (!opts.async) {
+    // Synchronous: return once the step is committed everywhere (rank 0's Wait covers the
+    // commit; the agreement tells the other ranks).
+    Status s = handle.Wait();
+    std::erase(pending_, job);  // reported here, not again by TakeErrors
+    LOOM_RETURN_IF_ERROR(AgreeOk(s, "to write or commit the checkpoint"));
   }
   return handle;
 }
@@ -289,6 +317,7 @@ Status Checkpointer::WriteImage(SaveJob& job, const SaveJobTier& tier, bool hash
     return OkStatus();
   }));
   LOOM_RETURN_IF_ERROR(file->Sync());
+  LOOM_RETURN_IF_ERROR(tier.storage->SyncDir(JoinPath(tier.tmp_dir, "data")));  // the file's name
   for (int64_t i = 0; i < hashes; ++i) {
     job.hashes[(writes[i].object ? "\x01" : "") + writes[i].name].push_back({writes[i].chunk, h[i]});
   }
@@ -301,7 +330,8 @@ void Checkpointer::RunJob(const std::shared_ptr<SaveJob>& job) {
   // Tier by tier from the same host buffer: the fast tier commits first.
   Status s;
   for (size_t t = 0; t < job->tiers.size(); ++t) {
-    Status ts = SaveTier(*job, job->tiers[t], /*hash=*/t == 0);
+    // The first tier hashes; a later one again if the first failed before its hashes were kept.
+    Status ts = SaveTier(*job, job->tiers[t], /*hash=*/job->hashes.empty());
     if (s.ok()) s = ts;
   }
   pool_.Release(job->slot);
@@ -394,17 +424,32 @@ Status Checkpointer::Commit(SaveJob& job, const SaveJobTier& tier) {
   LOOM_RETURN_IF_ERROR(tier.storage->Rename(tier.tmp_dir, tier.final_dir));
   LOOM_RETURN_IF_ERROR(tier.storage->WriteSmallFile(JoinPath(tier.root, kLatestFile),
                                                 StepDirName(job.step) + "\n"));
+  // The step is published. Pruning problems from here on are warnings, not a failed save.
   if (job.opts.keep > 0) {
-    LOOM_ASSIGN_OR_RETURN(auto names, tier.storage->List(root_));
-    std::vector<std::string> steps;
-    for (const std::string& n : names) {
-      if (n.starts_with("step_") && !n.ends_with(".tmp")) steps.push_back(n);
-    }
-    const std::string current = StepDirName(job.step);
-    for (size_t i = 0; i + job.opts.keep < steps.size(); ++i) {
-      if (steps[i] == current) continue;
-      LOOM_RETURN_IF_ERROR(tier.storage->RemoveAll(JoinPath(tier.root, steps[i])));
-    }
+    Status pruned = Prune(tier, job.step, job.opts.keep);
+    if (!pruned.ok()) LOOM_LOG(WARNING, "ckpt") << "pruning " << tier.root << ": " << pruned;
+  }
+  return OkStatus();
+}
+
+// Keeps the newest `keep` committed steps (by step number). Each victim is renamed to
+// step_<N>.tmp before deletion, so an interrupted delete never leaves a half step that looks
+// committed; the next save removes the leftover.
+Status Checkpointer::Prune(const SaveJobTier& tier, int64_t current, int keep) {
+  LOOM_ASSIGN_OR_RETURN(auto names, tier.storage->List(tier.root));
+  std::vector<std::pair<int64_t, std::string>> steps;
+  for (const std::string& n : names) {
+    if (!n.starts_with("step_") || n.ends_with(".tmp")) continue;
+    char* end = nullptr;
+    const long long v = std::strtoll(n.c_str() + 5, &end, 10);
+    if (end != nullptr && *end == '\0') steps.push_back({v, n});
+  }
+  std::sort(steps.begin(), steps.end());
+  for (size_t i = 0; i + keep < steps.size(); ++i) {
+    if (steps[i].first == current) continue;
+    const std::string dir = JoinPath(tier.root, steps[i].second);
+    LOOM_RETURN_IF_ERROR(tier.storage->Rename(dir, dir + ".tmp"));
+    LOOM_RETURN_IF_ERROR(tier.storage->RemoveAll(dir + ".tmp"));
   }
   return OkStatus();
 }

@@ -116,8 +116,12 @@ class Checkpointer {
     uint64_t global_key = 0;
     std::shared_ptr<const GlobalPlan> plan;
   };
+  // The plan exchange; also agrees on every rank's `local_status` (any failure fails all).
   Result<std::shared_ptr<const GlobalPlan>> Plan(const LocalPlan& local, bool use_cache,
-                                                 bool* cached);
+                                                 const Status& local_status, bool* cached);
+  // OK on every rank, or an error on every rank (one tiny AllReduce).
+  Status AgreeOk(const Status& mine, const char* what);
+  Status Prune(const SaveJobTier& tier, int64_t current, int keep);
   struct TierState {
     Storage* storage;
     std::string root;

@@ -121,6 +121,47 @@ TEST(Checkpointer, CachedPlansSkipTheGatherAndKeepLimitsSteps) {
   EXPECT_EQ(full, testing::RangeValues(3, 0, 100));
 }
 
+TEST(Checkpointer, OneRankWithABadEntryFailsTheSaveOnEveryRankWithoutHanging) {
+  auto storage = NewMemoryStorage();
+  auto comms = comm::MakeInProcCommunicators(2);
+  std::vector<Status> results(2);
+  comm::testing::RunRanks(2, [&](int rank) {
+    std::vector<float> data(10, 1.f);
+    Checkpointer ckpt(storage.get(), "/ck", comms[rank].get());
+    StateDict d;
+    // Rank 1 claims a box outside the tensor.
+    d.AddTensor({"w", DType::kF32, {20}, rank == 0 ? Box{{0}, {10}} : Box{{15}, {10}},
+                 data.data()});
+    results[rank] = ckpt.Save(1, d).status();
+    // The communicator is still usable afterwards: both ranks left the save together.
+    int64_t x = rank;
+    EXPECT_TRUE(comms[rank]->AllReduce(TensorView::Of(&x, 1), comm::ReduceOp::kSum).ok());
+    EXPECT_EQ(x, 1);
+  });
+  EXPECT_EQ(results[1].code(), StatusCode::kInvalidArgument) << results[1];
+  EXPECT_EQ(results[0].code(), StatusCode::kAborted) << results[0];
+  EXPECT_NE(results[0].message().find("rank 1"), std::string::npos) << results[0];
+  EXPECT_FALSE(storage->Exists("/ck/latest"));
+}
+
+TEST(Checkpointer, SynchronousSaveReturnsAfterTheCommitOnEveryRank) {
+  auto storage = NewMemoryStorage();
+  auto comms = comm::MakeInProcCommunicators(3);
+  comm::testing::RunRanks(3, [&](int rank) {
+    std::vector<float> part(8, static_cast<float>(rank));
+    Checkpointer ckpt(storage.get(), "/ck", comms[rank].get());
+    StateDict d;
+    d.AddTensor({"w", DType::kF32, {24}, Box{{8 * rank}, {8}}, part.data()});
+    for (int step = 1; step <= 3; ++step) {
+      ASSERT_TRUE(ckpt.Save(step, d, {.async = false}).ok());
+      // Committed already, whichever rank looks.
+      auto src = OpenCheckpoint(*storage, "/ck");
+      ASSERT_TRUE(src.ok()) << src.status();
+      EXPECT_GE(src->meta.step, step);
+    }
+  });
+}
+
 TEST(Checkpointer, ReplicatedStateIsSpreadOverHolders) {
   auto storage = NewMemoryStorage();
   auto comms = comm::MakeInProcCommunicators(3);
@@ -191,8 +232,10 @@ TEST(Checkpointer, PersistentTierGetsEveryStepAfterTheFastTier) {
   opts.persist_storage = disk.get();
   opts.persist_root = "/disk/ck";
   Checkpointer ckpt(fast.get(), "/shm/ck", nullptr, opts);
+  SaveOptions keep2;
+  keep2.keep = 2;
   for (int step = 1; step <= 3; ++step) {
-    auto h = ckpt.Save(step, m.Dict());
+    auto h = ckpt.Save(step, m.Dict(), keep2);
     ASSERT_TRUE(h.ok()) << h.status();
     Status s = h->Wait();
     if (step == 2) {
@@ -206,6 +249,11 @@ TEST(Checkpointer, PersistentTierGetsEveryStepAfterTheFastTier) {
   EXPECT_EQ(*disk_base->ReadSmallFile("/disk/ck/latest"), "step_00000003\n");
   EXPECT_TRUE(fast->Exists("/shm/ck/step_00000002/COMMITTED"));
   EXPECT_FALSE(disk_base->Exists("/disk/ck/step_00000002"));
+  // keep=2 prunes each tier by its own contents.
+  EXPECT_EQ(*fast->List("/shm/ck"),
+            (std::vector<std::string>{"latest", "step_00000002", "step_00000003"}));
+  EXPECT_EQ(*disk_base->List("/disk/ck"),
+            (std::vector<std::string>{"latest", "step_00000001", "step_00000003"}));
   // Both copies load and carry the same checksums.
   auto a = OpenCheckpoint(*fast, "/shm/ck");
   auto b = OpenCheckpoint(*disk_base, "/disk/ck");

@@ -74,6 +74,10 @@ std::vector<int> AssignReaders(const std::vector<ReadPiece>& pieces, int world) 
     }
     const int64_t most = *std::max_element(need.begin(), need.end());
     int best = -1;
+    if (most == 0) {  // a coalesced gap nobody needs (piece_bytes < coalesce_gap)
+      reader[i] = -1;
+      continue;
+    }
     for (int r = 0; r < world; ++r) {
       if (need[r] * 2 >= most && need[r] > 0 && (best < 0 || load[r] < load[best])) best = r;
     }
@@ -111,7 +115,12 @@ Result<LoadReport> LoadCooperative(Storage& storage, const CheckpointSource& src
   for (size_t i = 0; i < pieces.size(); ++i) {
     if (reader[i] == rank) my_spans.push_back({pieces[i].span->file, 0, 0, {}});
   }
-  LOOM_ASSIGN_OR_RETURN(auto files, OpenFiles(storage, src, my_spans, opts));
+  auto opened = OpenFiles(storage, src, my_spans, opts);
+  int64_t open_failed = opened.ok() ? 0 : 1;
+  LOOM_RETURN_IF_ERROR(comm.AllReduce(TensorView::Of(&open_failed, 1), comm::ReduceOp::kMax));
+  LOOM_RETURN_IF_ERROR(opened.status());
+  if (open_failed) return AbortedError("cooperative load: another rank could not open its files");
+  auto files = *std::move(opened);
   ThreadPool pool({.num_threads = std::max(1, opts.io_threads), .name = "ckpt-load"});
   pool.Start();
 
@@ -133,7 +142,7 @@ Result<LoadReport> LoadCooperative(Storage& storage, const CheckpointSource& src
     Status read = ParallelFor(&pool, static_cast<int64_t>(my_pieces.size()), [&](int64_t k) {
       const ReadPiece& p = pieces[my_pieces[k]];
       data[k] = HugeBuffer(static_cast<size_t>(p.end - p.off), /*prefault=*/false);
-      LOOM_RETURN_IF_ERROR(files[p.span->file]->ReadAt(p.off, p.end - p.off, data[k].data()));
+      LOOM_RETURN_IF_ERROR(files.at(p.span->file)->ReadAt(p.off, p.end - p.off, data[k].data()));
       for (const ReadReq* r : p.span->reqs) {  // this rank's own needs
         auto [a, e] = Overlap(*r, p.off, p.end);
         if (r->rank == rank && a < e) {

@@ -17,6 +17,8 @@ HostPool::~HostPool() = default;
 void HostPool::Grow(int i, int64_t bytes) {
   if (slots_[i].capacity >= bytes) return;
   buffers_[i] = HugeBuffer();  // release first: peak memory stays at one copy
+  slots_[i].data = nullptr;    // and never describe unmapped memory if the next line throws
+  slots_[i].capacity = 0;
   buffers_[i] = HugeBuffer(static_cast<size_t>(bytes));
   slots_[i].data = buffers_[i].data();
   slots_[i].capacity = static_cast<int64_t>(buffers_[i].size());
@@ -42,7 +44,12 @@ HostPool::Slot HostPool::Acquire(int64_t bytes) {
     return false;
   });
   busy_[free_slot] = true;
-  Grow(free_slot, bytes);
+  try {
+    Grow(free_slot, bytes);
+  } catch (...) {
+    busy_[free_slot] = false;
+    throw;
+  }
   return slots_[free_slot];
 }
 

@@ -73,7 +73,7 @@ Result<LoadReport> Load(Storage& storage, const CheckpointSource& src, const Sta
   std::atomic<int64_t> verified{0};
   LOOM_RETURN_IF_ERROR(ParallelFor(&pool, static_cast<int64_t>(spans.size()), [&](int64_t i) {
     const ReadSpan& span = spans[i];
-    ReadableFile& f = *files[span.file];
+    ReadableFile& f = *files.at(span.file);
     std::map<const ReadReq*, XXH64_state_t*> hashing;
     for (const ReadReq* r : span.reqs) {
       if (opts.verify && r->whole != nullptr && r->whole->xxh64) {

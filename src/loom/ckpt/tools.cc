@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -52,11 +53,15 @@ Result<std::vector<TensorDiff>> CompareCheckpoints(Storage& storage, const Check
     LOOM_ASSIGN_OR_RETURN(std::vector<char> vb, ReadWhole(storage, b, name, tb));
     TensorDiff d{name, ""};
     const int64_t n = NumElements(ta.shape);
+    const int64_t esize = DTypeBits(ta.dtype) / 8;
     for (int64_t i = 0; i < n; ++i) {
+      const bool same_bits = std::memcmp(va.data() + i * esize, vb.data() + i * esize, esize) == 0;
+      if (same_bits) continue;
       const double x = LoadAsDouble(ta.dtype, va.data(), i);
       const double y = LoadAsDouble(ta.dtype, vb.data(), i);
-      const double diff = std::isnan(x) && std::isnan(y) ? 0 : std::fabs(x - y);
-      if (diff > atol || (std::isnan(diff))) {
+      // atol 0: bit-exact (-0.0 differs from +0.0); else |x - y| <= atol, equal infinities equal.
+      const double diff = x == y ? 0 : std::fabs(x - y);
+      if (atol == 0 || !(diff <= atol)) {
         ++d.differing;
         d.max_abs_diff = std::isnan(diff) ? NAN : std::max(d.max_abs_diff, diff);
       }

@@ -136,8 +136,12 @@ Status TrainCheckpointer::AfterStep(const TrainState& s) {
   ReportErrors();
   if (s.step % cfg_.ckpt.every != 0 && s.step != cfg_.steps) return OkStatus();
   if (!reserved_) {
-    // Upper bound of what this rank writes: weights and two moments of its owned ranges.
-    ckpt_->ReservePool(3 * 4 * s.optimizer->owned_elements() + (1 << 20));
+    // About what this rank writes: weights and two moments of its owned ranges (a 1/world share
+    // when they are replicated), plus up to 4 KiB of alignment per item.
+    const int64_t items = 3 * static_cast<int64_t>(s.optimizer->owned_segments().size()) + 8;
+    const int64_t share = s.optimizer->replicated_state() ? comm_->size() : 1;
+    ckpt_->ReservePool(3 * 4 * s.optimizer->owned_elements() / share + items * 4096 +
+                       (1 << 20));
     reserved_ = true;
   }
   ckpt::SaveOptions opts;
