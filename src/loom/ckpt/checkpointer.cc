@@ -317,7 +317,6 @@ Status Checkpointer::WriteImage(SaveJob& job, const SaveJobTier& tier, bool hash
     return OkStatus();
   }));
   LOOM_RETURN_IF_ERROR(file->Sync());
-  LOOM_RETURN_IF_ERROR(tier.storage->SyncDir(JoinPath(tier.tmp_dir, "data")));  // the file's name
   for (int64_t i = 0; i < hashes; ++i) {
     job.hashes[(writes[i].object ? "\x01" : "") + writes[i].name].push_back({writes[i].chunk, h[i]});
   }
@@ -420,6 +419,8 @@ Status Checkpointer::Commit(SaveJob& job, const SaveJobTier& tier) {
   LOOM_RETURN_IF_ERROR(tier.storage->WriteSmallFile(JoinPath(tier.tmp_dir, kCommittedFile),
                                                 "step " + std::to_string(job.step) + "\n",
                                                 in_tmp));
+  // The data files' names (every rank's, one shared directory) and the entries above.
+  LOOM_RETURN_IF_ERROR(tier.storage->SyncDir(JoinPath(tier.tmp_dir, "data")));
   LOOM_RETURN_IF_ERROR(tier.storage->SyncDir(tier.tmp_dir));
   LOOM_RETURN_IF_ERROR(tier.storage->Rename(tier.tmp_dir, tier.final_dir));
   LOOM_RETURN_IF_ERROR(tier.storage->WriteSmallFile(JoinPath(tier.root, kLatestFile),
