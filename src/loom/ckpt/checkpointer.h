@@ -6,7 +6,7 @@
 //   LOOM_RETURN_IF_ERROR(h.Wait());                                   // persisted and committed
 //
 // Save, on every rank (a collective: all ranks call it with the same step):
-//   1. plan: the local plan is hashed; ranks exchange 16 bytes each (AllGather). If every rank has
+//   1. plan: the local plan is hashed; ranks exchange 24 bytes each (AllGather). If every rank has
 //      the global plan for this combination cached, it is reused; otherwise local plans are
 //      all-gathered and every rank runs the same deterministic planner (save_plan.h).
 //   2. snapshot (the only blocking stage): the rank's items are copied into a pre-faulted host

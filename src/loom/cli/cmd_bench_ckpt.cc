@@ -263,7 +263,7 @@ int Run(const BenchCkptArgs& a) {
   target("save_speedup_vs_dcp", 3, false);
   target("load_speedup_vs_dcp", 3, false);
   std::printf("plan: first %.1f ms, cached %.1f ms; plan gathers in 2 saves: %.0f (cached saves "
-              "exchange only 16 bytes per rank)\n",
+              "exchange only 24 bytes per rank)\n",
               1e3 * l.Median("plan_first_s"), 1e3 * l.Median("plan_cached_s"),
               l.Median("plan_gathers"));
   if (!a.json.empty()) {
