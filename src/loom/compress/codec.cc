@@ -1,0 +1,93 @@
+#include "loom/compress/codec.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "loom/compress/codecs/float_codecs.h"
+#include "loom/compress/codecs/int_codec.h"
+
+namespace loom::compress {
+
+namespace {
+
+struct WireHeader {
+  uint32_t magic;
+  uint8_t kind;
+  uint8_t bits;
+  uint8_t flags;  // 1: stochastic, 2: hadamard
+  uint8_t reserved0;
+  uint32_t group;
+  uint32_t reserved1;
+  int64_t n;
+  int64_t payload_bytes;
+};
+static_assert(sizeof(WireHeader) == kHeaderBytes);
+
+uint8_t Flags(const CodecSpec& s) { return (s.stochastic ? 1 : 0) | (s.hadamard ? 2 : 0); }
+
+}  // namespace
+
+void Codec::WriteHeader(char* out, int64_t n, int64_t payload_bytes) const {
+  WireHeader h{kWireMagic, static_cast<uint8_t>(spec_.kind), static_cast<uint8_t>(spec_.bits),
+               Flags(spec_), 0, static_cast<uint32_t>(spec_.group), 0, n, payload_bytes};
+  std::memcpy(out, &h, sizeof h);
+}
+
+Result<int64_t> Codec::CheckHeader(const char* in, int64_t bytes, int64_t n) const {
+  if (bytes < kHeaderBytes) {
+    return DataLossError("compressed buffer of " + std::to_string(bytes) +
+                         " bytes is shorter than its header");
+  }
+  WireHeader h;
+  std::memcpy(&h, in, sizeof h);
+  if (h.magic != kWireMagic) return DataLossError("compressed buffer has no loom wire header");
+  CodecSpec sent;
+  sent.kind = static_cast<CodecKind>(h.kind);
+  sent.bits = h.bits;
+  sent.group = static_cast<int>(h.group);
+  sent.stochastic = h.flags & 1;
+  sent.hadamard = h.flags & 2;
+  if (h.kind != static_cast<uint8_t>(spec_.kind) || h.bits != spec_.bits ||
+      h.group != static_cast<uint32_t>(spec_.group) || h.flags != Flags(spec_)) {
+    return FailedPreconditionError("codec mismatch: the buffer was encoded as '" +
+                                   sent.ToString() + "', this rank decodes '" +
+                                   spec_.ToString() + "' (configure every rank alike)");
+  }
+  if (h.n != n) {
+    return FailedPreconditionError("compressed buffer holds " + std::to_string(h.n) +
+                                   " elements, expected " + std::to_string(n));
+  }
+  if (h.payload_bytes < 0 || kHeaderBytes + h.payload_bytes > bytes) {
+    return DataLossError("compressed buffer is truncated: " + std::to_string(bytes) +
+                         " bytes for a " + std::to_string(h.payload_bytes) + "-byte payload");
+  }
+  return h.payload_bytes;
+}
+
+int64_t FirstNonFinite(const float* x, int64_t n) {
+  // Branch-free scan in blocks (vectorizes), then locate.
+  constexpr int64_t kBlock = 1024;
+  for (int64_t b = 0; b < n; b += kBlock) {
+    const int64_t e = std::min(n, b + kBlock);
+    bool bad = false;
+    for (int64_t i = b; i < e; ++i) bad |= !std::isfinite(x[i]);
+    if (bad) {
+      for (int64_t i = b; i < e; ++i) {
+        if (!std::isfinite(x[i])) return i;
+      }
+    }
+  }
+  return -1;
+}
+
+Result<std::unique_ptr<Codec>> MakeCodec(const CodecSpec& spec) {
+  switch (spec.kind) {
+    case CodecKind::kNone:
+    case CodecKind::kFp16:
+    case CodecKind::kBf16: return std::unique_ptr<Codec>(new FloatCodec(spec));
+    case CodecKind::kInt: return std::unique_ptr<Codec>(new IntCodec(spec));
+  }
+  return InvalidArgumentError("unknown codec kind in '" + spec.ToString() + "'");
+}
+
+}  // namespace loom::compress

@@ -1,0 +1,88 @@
+#include "loom/compress/codec_spec.h"
+
+#include <charconv>
+#include <vector>
+
+namespace loom::compress {
+
+std::string CodecSpec::ToString() const {
+  switch (kind) {
+    case CodecKind::kNone: return "none";
+    case CodecKind::kFp16: return "fp16";
+    case CodecKind::kBf16: return "bf16";
+    case CodecKind::kInt:
+      return "int" + std::to_string(bits) + ":g" + std::to_string(group) +
+             (stochastic ? ":stochastic" : ":nearest") + (hadamard ? ":hadamard" : "");
+  }
+  return "?";
+}
+
+namespace {
+
+std::vector<std::string_view> SplitColons(std::string_view s) {
+  std::vector<std::string_view> out;
+  size_t at = 0;
+  while (true) {
+    size_t k = s.find(':', at);
+    out.push_back(s.substr(at, k == std::string_view::npos ? std::string_view::npos : k - at));
+    if (k == std::string_view::npos) return out;
+    at = k + 1;
+  }
+}
+
+Result<int> ParseInt(std::string_view s, const std::string& what) {
+  int v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size() || s.empty()) {
+    return InvalidArgumentError(what + ": '" + std::string(s) + "' is not a number");
+  }
+  return v;
+}
+
+}  // namespace
+
+Result<CodecSpec> ParseCodecSpec(std::string_view text) {
+  const std::string where = "codec spec '" + std::string(text) + "'";
+  const std::vector<std::string_view> parts = SplitColons(text);
+  CodecSpec spec;
+  const std::string_view head = parts[0];
+  if (head == "none" || head == "fp16" || head == "bf16") {
+    if (parts.size() > 1) return InvalidArgumentError(where + ": " + std::string(head) + " takes no options");
+    spec.kind = head == "none" ? CodecKind::kNone : head == "fp16" ? CodecKind::kFp16 : CodecKind::kBf16;
+    spec.bits = head == "none" ? 32 : 16;
+    return spec;
+  }
+  if (!head.starts_with("int")) {
+    return InvalidArgumentError(where + ": unknown codec '" + std::string(head) +
+                                "' (known: none, fp16, bf16, int8, int4, int2)");
+  }
+  spec.kind = CodecKind::kInt;
+  LOOM_ASSIGN_OR_RETURN(spec.bits, ParseInt(head.substr(3), where + ": bits"));
+  if (spec.bits != 8 && spec.bits != 4 && spec.bits != 2) {
+    return InvalidArgumentError(where + ": " + std::to_string(spec.bits) +
+                                "-bit integers are not supported (use 8, 4 or 2)");
+  }
+  spec.group = 128;
+  for (size_t i = 1; i < parts.size(); ++i) {
+    const std::string_view p = parts[i];
+    if (p.starts_with("g")) {
+      LOOM_ASSIGN_OR_RETURN(spec.group, ParseInt(p.substr(1), where + ": group"));
+    } else if (p == "stochastic") {
+      spec.stochastic = true;
+    } else if (p == "nearest") {
+      spec.stochastic = false;
+    } else if (p == "hadamard") {
+      spec.hadamard = true;
+    } else {
+      return InvalidArgumentError(where + ": unknown option '" + std::string(p) +
+                                  "' (known: g<size>, stochastic, nearest, hadamard)");
+    }
+  }
+  if (spec.group < 32 || spec.group > 4096 || spec.group % 32 != 0) {
+    return InvalidArgumentError(where + ": group " + std::to_string(spec.group) +
+                                " must be a multiple of 32 in [32, 4096]");
+  }
+  return spec;
+}
+
+}  // namespace loom::compress
