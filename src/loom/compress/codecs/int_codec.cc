@@ -32,23 +32,59 @@ uint64_t Mix(uint64_t x) {  // splitmix64 finalizer
   return x ^ (x >> 31);
 }
 
-// Stores q (in [-qmax, qmax]) as `bits`-bit two's complement at element i.
-inline void Put(uint8_t* p, int bits, int64_t i, int q) {
+// Packs len values (each in [-2^(b-1), 2^(b-1)-1]) as b-bit two's complement, least significant
+// bits first, starting at a byte boundary. Written as plain loops so they vectorize.
+void Pack(const int8_t* q, int64_t len, int bits, uint8_t* out) {
   if (bits == 8) {
-    p[i] = static_cast<uint8_t>(static_cast<int8_t>(q));
+    std::memcpy(out, q, static_cast<size_t>(len));
     return;
   }
   const int per = 8 / bits;
-  const int shift = static_cast<int>(i % per) * bits;
-  const uint8_t mask = static_cast<uint8_t>((1 << bits) - 1);
-  p[i / per] = static_cast<uint8_t>((p[i / per] & ~(mask << shift)) | ((q & mask) << shift));
+  const int64_t full = len / per;
+  if (bits == 4) {
+    for (int64_t j = 0; j < full; ++j) {
+      out[j] = static_cast<uint8_t>((q[2 * j] & 0xF) | ((q[2 * j + 1] & 0xF) << 4));
+    }
+  } else {
+    for (int64_t j = 0; j < full; ++j) {
+      out[j] = static_cast<uint8_t>((q[4 * j] & 3) | ((q[4 * j + 1] & 3) << 2) |
+                                    ((q[4 * j + 2] & 3) << 4) | ((q[4 * j + 3] & 3) << 6));
+    }
+  }
+  if (full * per < len) {  // a last, partial byte
+    uint8_t b = 0;
+    for (int64_t i = full * per; i < len; ++i) {
+      b |= static_cast<uint8_t>((q[i] & ((1 << bits) - 1)) << ((i - full * per) * bits));
+    }
+    out[full] = b;
+  }
 }
 
-inline int Get(const uint8_t* p, int bits, int64_t i) {
-  if (bits == 8) return static_cast<int8_t>(p[i]);
-  const int per = 8 / bits;
-  const int v = (p[i / per] >> ((i % per) * bits)) & ((1 << bits) - 1);
-  return v >= (1 << (bits - 1)) ? v - (1 << bits) : v;  // sign-extend
+// Inverse of Pack: sign-extended values.
+void Unpack(const uint8_t* in, int64_t len, int bits, int8_t* q) {
+  if (bits == 8) {
+    std::memcpy(q, in, static_cast<size_t>(len));
+    return;
+  }
+  // Move each field to the top of a byte, then arithmetic-shift it back down: sign extension.
+  auto field = [](uint8_t byte, int up, int bits) {
+    return static_cast<int8_t>(static_cast<int8_t>(static_cast<uint8_t>(byte << up)) >> (8 - bits));
+  };
+  if (bits == 4) {
+    for (int64_t j = 0; j < len / 2; ++j) {
+      q[2 * j] = field(in[j], 4, 4);
+      q[2 * j + 1] = field(in[j], 0, 4);
+    }
+    if (len % 2) q[len - 1] = field(in[len / 2], 4, 4);
+    return;
+  }
+  for (int64_t j = 0; j < len / 4; ++j) {
+    q[4 * j] = field(in[j], 6, 2);
+    q[4 * j + 1] = field(in[j], 4, 2);
+    q[4 * j + 2] = field(in[j], 2, 2);
+    q[4 * j + 3] = field(in[j], 0, 2);
+  }
+  for (int64_t i = len / 4 * 4; i < len; ++i) q[i] = field(in[len / 4], 6 - 2 * (i % 4), 2);
 }
 
 }  // namespace
@@ -71,13 +107,14 @@ Result<int64_t> IntCodec::Encode(const float* x, int64_t n, char* out,
   const int64_t groups = Groups(m);
   WriteHeader(out, n, payload + 4 * groups);
   auto* q = reinterpret_cast<uint8_t*>(out + kHeaderBytes);
-  std::memset(q, 0, static_cast<size_t>(payload));
   float* scales = reinterpret_cast<float*>(out + kHeaderBytes + payload);  // may be unaligned
   const int qmax = (1 << (s.bits - 1)) - 1;
   PhiloxStream rng(ctx.seed, Mix(Mix(static_cast<uint64_t>(ctx.step)) ^
                                  Mix(static_cast<uint64_t>(ctx.rank) << 32 ^
                                      static_cast<uint64_t>(ctx.chunk))));
-  std::vector<float> v(static_cast<size_t>(s.group));
+  std::vector<float> v(static_cast<size_t>(s.group)), u(static_cast<size_t>(s.group), 0.f);
+  std::vector<int8_t> qv(static_cast<size_t>(s.group));
+  const float lo = static_cast<float>(-qmax), hi = static_cast<float>(qmax);
   for (int64_t g = 0; g < groups; ++g) {
     const int64_t b = g * s.group, len = std::min<int64_t>(s.group, m - b);
     for (int64_t i = 0; i < len; ++i) v[i] = b + i < n ? x[b + i] : 0.0f;
@@ -89,12 +126,17 @@ Result<int64_t> IntCodec::Encode(const float* x, int64_t n, char* out,
     const float scale = amax / static_cast<float>(qmax);
     std::memcpy(scales + g, &scale, 4);
     const float inv = scale > 0 ? 1.0f / scale : 0.0f;
-    for (int64_t i = 0; i < len; ++i) {
-      const float t = v[i] * inv;
-      float r = s.stochastic ? std::floor(t + rng.NextUniform()) : std::nearbyint(t);
-      r = std::clamp(r, static_cast<float>(-qmax), static_cast<float>(qmax));
-      Put(q, s.bits, b + i, static_cast<int>(r));
+    if (s.stochastic) {
+      for (int64_t i = 0; i < len; ++i) u[i] = rng.NextUniform();
+      for (int64_t i = 0; i < len; ++i) {
+        qv[i] = static_cast<int8_t>(std::clamp(std::floor(v[i] * inv + u[i]), lo, hi));
+      }
+    } else {
+      for (int64_t i = 0; i < len; ++i) {
+        qv[i] = static_cast<int8_t>(std::clamp(std::nearbyint(v[i] * inv), lo, hi));
+      }
     }
+    Pack(qv.data(), len, s.bits, q + b * s.bits / 8);
   }
   return kHeaderBytes + payload + 4 * groups;
 }
@@ -113,11 +155,13 @@ Status IntCodec::DecodeInto(const char* in, int64_t bytes, int64_t n, float* y,
   const auto* q = reinterpret_cast<const uint8_t*>(in + kHeaderBytes);
   const char* scales = in + kHeaderBytes + payload;
   std::vector<float> v(static_cast<size_t>(s.group));
+  std::vector<int8_t> qv(static_cast<size_t>(s.group));
   for (int64_t g = 0; g < groups; ++g) {
     const int64_t b = g * s.group, len = std::min<int64_t>(s.group, m - b);
     float scale;
     std::memcpy(&scale, scales + 4 * g, 4);
-    for (int64_t i = 0; i < len; ++i) v[i] = static_cast<float>(Get(q, s.bits, b + i)) * scale;
+    Unpack(q + b * s.bits / 8, len, s.bits, qv.data());
+    for (int64_t i = 0; i < len; ++i) v[i] = static_cast<float>(qv[i]) * scale;
     if (s.hadamard) {
       for (int64_t i = 0; i < len; i += 32) Hadamard32(v.data() + i);
     }
