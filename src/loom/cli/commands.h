@@ -27,5 +27,6 @@ void RegisterCkpt(CLI::App& app, CliContext* ctx);
 void RegisterBenchCollectives(CLI::App& bench, CliContext* ctx);
 void RegisterBenchTrain(CLI::App& bench, CliContext* ctx);
 void RegisterBenchCkpt(CLI::App& bench, CliContext* ctx);
+void RegisterBenchCodecs(CLI::App& bench, CliContext* ctx);
 
 }  // namespace loom::cli

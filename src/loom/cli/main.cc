@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   loom::cli::RegisterBenchCollectives(*bench, &ctx);
   loom::cli::RegisterBenchTrain(*bench, &ctx);
   loom::cli::RegisterBenchCkpt(*bench, &ctx);
+  loom::cli::RegisterBenchCodecs(*bench, &ctx);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
