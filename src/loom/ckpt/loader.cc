@@ -127,6 +127,19 @@ Result<LoadReport> Load(Storage& storage, const CheckpointSource& src, const Sta
   return report;
 }
 
+Status ReadFullTensor(Storage& storage, const CheckpointSource& src, const std::string& name,
+                      std::vector<char>* buf) {
+  auto it = src.meta.tensors.find(name);
+  if (it == src.meta.tensors.end()) {
+    return NotFoundError("checkpoint " + src.dir + " has no tensor '" + name + "'");
+  }
+  const TensorMeta& t = it->second;
+  buf->resize(static_cast<size_t>(NumElements(t.shape) * DTypeBits(t.dtype) / 8));
+  StateDict d;
+  d.AddFull(name, t.dtype, t.shape, buf->data(), false);
+  return Load(storage, src, d, {.direct_io = false, .io_threads = 1}).status();
+}
+
 Result<std::string> NewestCheckpoint(Storage& storage, const std::vector<std::string>& roots) {
   std::string best;
   int64_t best_step = -1;

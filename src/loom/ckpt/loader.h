@@ -90,6 +90,10 @@ Result<LoadReport> LoadCooperative(Storage& storage, const CheckpointSource& src
 // newest committed step; "" when none has one. Missing roots are skipped.
 Result<std::string> NewestCheckpoint(Storage& storage, const std::vector<std::string>& roots);
 
+// One whole tensor of `src` (global shape, row-major) into `buf`, resized to fit.
+Status ReadFullTensor(Storage& storage, const CheckpointSource& src, const std::string& name,
+                      std::vector<char>* buf);
+
 // An object's bytes: this rank's copy if one was saved per rank, else the replicated copy.
 Result<std::string> ReadObject(Storage& storage, const CheckpointSource& src,
                                const std::string& key, int rank);

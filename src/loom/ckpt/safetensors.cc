@@ -132,10 +132,7 @@ Status WriteShard(Storage& storage, const CheckpointSource& src, const Shard& sh
   for (const std::string& name : shard.names) {
     const TensorMeta& t = src.meta.tensors.at(name);
     const int64_t bytes = NumElements(t.shape) * DTypeBits(t.dtype) / 8;
-    buf.resize(static_cast<size_t>(bytes));
-    StateDict one;
-    one.AddFull(name, t.dtype, t.shape, buf.data(), false);
-    LOOM_RETURN_IF_ERROR(Load(storage, src, one, {.direct_io = false, .io_threads = 1}).status());
+    LOOM_RETURN_IF_ERROR(ReadFullTensor(storage, src, name, &buf));
     LOOM_RETURN_IF_ERROR(f->WriteAt(off, buf.data(), bytes));
     off += bytes;
     report->peak_tensor_bytes = std::max(report->peak_tensor_bytes, bytes);

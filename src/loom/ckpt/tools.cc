@@ -15,19 +15,6 @@ namespace loom::ckpt {
 
 using nlohmann::json;
 
-namespace {
-
-Result<std::vector<char>> ReadWhole(Storage& storage, const CheckpointSource& src,
-                                    const std::string& name, const TensorMeta& t) {
-  std::vector<char> buf(static_cast<size_t>(NumElements(t.shape) * DTypeBits(t.dtype) / 8));
-  StateDict d;
-  d.AddFull(name, t.dtype, t.shape, buf.data(), false);
-  LOOM_RETURN_IF_ERROR(Load(storage, src, d, {.direct_io = false, .io_threads = 1}).status());
-  return buf;
-}
-
-}  // namespace
-
 Result<std::vector<TensorDiff>> CompareCheckpoints(Storage& storage, const CheckpointSource& a,
                                                    const CheckpointSource& b, double atol,
                                                    bool objects) {
@@ -49,8 +36,9 @@ Result<std::vector<TensorDiff>> CompareCheckpoints(Storage& storage, const Check
                                FullBox(tb.shape).DebugString()});
       continue;
     }
-    LOOM_ASSIGN_OR_RETURN(std::vector<char> va, ReadWhole(storage, a, name, ta));
-    LOOM_ASSIGN_OR_RETURN(std::vector<char> vb, ReadWhole(storage, b, name, tb));
+    std::vector<char> va, vb;
+    LOOM_RETURN_IF_ERROR(ReadFullTensor(storage, a, name, &va));
+    LOOM_RETURN_IF_ERROR(ReadFullTensor(storage, b, name, &vb));
     TensorDiff d{name, ""};
     const int64_t n = NumElements(ta.shape);
     const int64_t esize = DTypeBits(ta.dtype) / 8;
@@ -87,7 +75,8 @@ Result<std::string> ImportAsCheckpoint(Storage& storage, const CheckpointSource&
   std::vector<std::vector<char>> buffers;
   StateDict d;
   for (const auto& [name, t] : src.meta.tensors) {
-    LOOM_ASSIGN_OR_RETURN(std::vector<char> buf, ReadWhole(storage, src, name, t));
+    std::vector<char> buf;
+    LOOM_RETURN_IF_ERROR(ReadFullTensor(storage, src, name, &buf));
     buffers.push_back(std::move(buf));
     d.AddFull(name, t.dtype, t.shape, buffers.back().data(), false);
   }
