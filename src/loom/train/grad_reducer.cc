@@ -29,6 +29,14 @@ GradReducer::GradReducer(comm::Communicator* comm, const nn::FlatLayout* layout,
       options_(options),
       pool_({.num_threads = 1, .name = "grad-reduce"}),
       ready_count_(layout->buckets().size(), 0) {
+  if (options_.codec != nullptr) {
+    qc_ = std::make_unique<compress::QuantizedCollectives>(
+        comm_, options_.codec,
+        compress::QuantizedCollectives::Options{.seed = options_.seed,
+                                                .worker_error_feedback = options_.error_feedback,
+                                                .server_error_feedback = true,
+                                                .comm = {.tag = options_.tag}});
+  }
   pool_.Start();
 }
 
@@ -84,14 +92,36 @@ Status GradReducer::ReduceBucket(int bucket) {
   const nn::Bucket& b = layout_->buckets()[bucket];
   float* g = grad_ + b.begin;
   if (grad_bf16_ != nullptr) AccumulateBf16Into(g, grad_bf16_ + b.begin, b.size());
+  const int64_t shard = b.size() / comm_->size();
+  if (qc_ != nullptr && step_ >= options_.compress_from_step) {
+    const compress::CollectiveCall call{.step = step_, .chunk = bucket, .what = BucketName(bucket)};
+    if (options_.mode == DpMode::kAllReduce) {
+      return qc_->AllReduce(g, b.size(), comm::ReduceOp::kAvg, call);
+    }
+    return qc_->ReduceScatter(g, shard, g + shard * comm_->rank(), comm::ReduceOp::kAvg, call);
+  }
   TensorView view = TensorView::Of(g, b.size());
   comm::CommOptions opts{.tag = options_.tag};
   if (options_.mode == DpMode::kAllReduce) {
     return comm_->AllReduce(view, comm::ReduceOp::kAvg, opts);
   }
-  const int64_t shard = b.size() / comm_->size();
   return comm_->ReduceScatter(view, view.Slice(shard * comm_->rank(), shard),
                               comm::ReduceOp::kAvg, opts);
+}
+
+std::string GradReducer::BucketName(int bucket) const {
+  const nn::Bucket& b = layout_->buckets()[bucket];
+  std::string name = "gradient bucket " + std::to_string(bucket);
+  if (!b.params.empty()) {
+    name += " (" + layout_->slots()[b.params.front()].spec.name;
+    if (b.params.size() > 1) name += " .. " + layout_->slots()[b.params.back()].spec.name;
+    name += ")";
+  }
+  return name;
+}
+
+compress::CollectiveStats GradReducer::compress_stats() const {
+  return qc_ != nullptr ? qc_->stats() : compress::CollectiveStats{};
 }
 
 Status GradReducer::FinishStep() {

@@ -6,6 +6,11 @@
 // gradient buffer and then reduces the bucket in fp32: an all-reduce (dist.mode=allreduce) or a
 // reduce-scatter into this rank's shard of the bucket (dist.mode=zero1). Buckets are launched
 // strictly in index order, so every rank issues the same collectives in the same order.
+// With a gradient codec (compress.grad), buckets travel quantized instead: zero1 uses the
+// quantized reduce-scatter (each element quantized once by its source, summed in fp32 by its
+// owner), allreduce the compressed all-reduce (reduce-scatter + server-side error feedback +
+// all-gather); see compress/collectives/quantized_collectives.h. A non-finite gradient fails the
+// step on every rank with the bucket's name.
 //
 //   reducer.BeginMicroStep(/*last=*/true);
 //   loss.backward();                       // hooks launch buckets as they fill
@@ -17,11 +22,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "loom/base/mutex.h"
 #include "loom/base/thread_pool.h"
 #include "loom/comm/communicator.h"
+#include "loom/compress/collectives/quantized_collectives.h"
 #include "loom/nn/param_layout.h"
 #include "loom/train/train_config.h"
 
@@ -36,6 +44,10 @@ class GradReducer {
     DpMode mode = DpMode::kZero1;
     bool overlap = true;  // false: reduce every bucket after backward (for ablations)
     uint32_t tag = 1;
+    const compress::Codec* codec = nullptr;  // nullptr: full-precision collectives
+    uint64_t seed = 0;                       // keys stochastic rounding
+    int64_t compress_from_step = 0;          // compress.warmup_steps
+    bool error_feedback = false;             // worker-side, per bucket
   };
 
   // `grad_fp32` holds layout->total_elements() floats; `grad_bf16` is the model's bf16 gradient
@@ -43,6 +55,11 @@ class GradReducer {
   GradReducer(comm::Communicator* comm, const nn::FlatLayout* layout, float* grad_fp32,
               const uint16_t* grad_bf16, Options options);
   ~GradReducer();
+
+  // The optimizer step (0-based) about to be computed: keys stochastic rounding and warm-up.
+  void SetStep(int64_t step) { step_ = step; }
+  // Compressed-traffic counters (zero when no codec is configured).
+  compress::CollectiveStats compress_stats() const;
 
   // Starts a micro-step. Buckets are reduced only in the last micro-step of an optimizer step;
   // earlier ones just accumulate.
@@ -58,12 +75,15 @@ class GradReducer {
   void LaunchReadyBuckets();
   void Launch(int bucket);
   Status ReduceBucket(int bucket);
+  std::string BucketName(int bucket) const;
 
   comm::Communicator* comm_;
   const nn::FlatLayout* layout_;
   float* grad_;
   const uint16_t* grad_bf16_;
   Options options_;
+  std::unique_ptr<compress::QuantizedCollectives> qc_;
+  int64_t step_ = 0;
   ThreadPool pool_;
   bool last_micro_ = false;
   std::vector<int> ready_count_;

@@ -52,8 +52,8 @@ ckpt::StateDict TrainCheckpointer::SaveState(const TrainState& s) const {
     const int64_t lo = seg.begin - slot.offset;
     const ckpt::FlatRange range{lo, lo + seg.count};
     const ckpt::Shape shape(slot.spec.shape.begin(), slot.spec.shape.end());
-    d.AddTensor({"model." + slot.spec.name, DType::kF32, shape, range, s.params + seg.begin,
-                 replicated});
+    d.AddTensor({"model." + slot.spec.name, DType::kF32, shape, range,
+                 s.optimizer->master_values(seg), replicated});
     d.AddTensor({"optim.exp_avg." + slot.spec.name, DType::kF32, shape, range,
                  m + seg.state_offset, replicated});
     d.AddTensor({"optim.exp_avg_sq." + slot.spec.name, DType::kF32, shape, range,

@@ -3,6 +3,8 @@
 #include <nlohmann/json.hpp>
 
 #include "loom/base/json_util.h"
+#include "loom/compress/codec_spec.h"
+#include "loom/compress/weight_spec.h"
 
 namespace loom::train {
 using nlohmann::json;
@@ -54,6 +56,9 @@ json TrainConfigToJson(const TrainConfig& c) {
        {{"every", c.ckpt.every}, {"dir", c.ckpt.dir}, {"persist_dir", c.ckpt.persist_dir},
         {"keep", c.ckpt.keep},
         {"async", c.ckpt.async}, {"load", c.ckpt.load}}},
+      {"compress",
+       {{"grad", c.compress.grad}, {"weights", c.compress.weights},
+        {"warmup_steps", c.compress.warmup_steps}, {"error_feedback", c.compress.error_feedback}}},
       {"resume", c.resume},
   };
 }
@@ -114,6 +119,18 @@ Status Validate(const TrainConfig& c, int world) {
   LOOM_RETURN_IF_ERROR(Check(c.ckpt.every >= 0, "ckpt.every", "must be >= 0 (0: no checkpoints)"));
   LOOM_RETURN_IF_ERROR(Check(c.ckpt.keep >= 0, "ckpt.keep", "must be >= 0 (0: keep all)"));
   LOOM_RETURN_IF_ERROR(OneOf(c.ckpt.load, {"independent", "cooperative"}, "ckpt.load"));
+  if (Result<compress::CodecSpec> g = compress::ParseCodecSpec(c.compress.grad); !g.ok()) {
+    return InvalidArgumentError("config key 'compress.grad': " + std::string(g.status().message()));
+  }
+  Result<compress::WeightSpec> w = compress::ParseWeightSpec(c.compress.weights);
+  if (!w.ok()) {
+    return InvalidArgumentError("config key 'compress.weights': " +
+                                std::string(w.status().message()));
+  }
+  LOOM_RETURN_IF_ERROR(Check(!w->enabled() || c.dp_mode == "zero1", "compress.weights",
+                             "compresses ZeRO's parameter all-gather: it needs dist.mode=zero1"));
+  LOOM_RETURN_IF_ERROR(
+      Check(c.compress.warmup_steps >= 0, "compress.warmup_steps", "must be >= 0"));
   return OkStatus();
 }
 
@@ -157,6 +174,10 @@ Result<TrainConfig> ResolveTrainConfig(const json* file, const std::vector<std::
     c.ckpt.keep = j["ckpt"]["keep"];
     c.ckpt.async = j["ckpt"]["async"];
     c.ckpt.load = j["ckpt"]["load"];
+    c.compress.grad = j["compress"]["grad"];
+    c.compress.weights = j["compress"]["weights"];
+    c.compress.warmup_steps = j["compress"]["warmup_steps"];
+    c.compress.error_feedback = j["compress"]["error_feedback"];
     c.resume = j["resume"];
   } catch (const json::exception& e) {
     return InvalidArgumentError(std::string("config: ") + e.what());

@@ -48,6 +48,18 @@ struct CkptConfig {
   std::string load = "independent";
 };
 
+// Compressed communication (src/loom/compress). `grad`: codec of the gradient reduce-scatter
+// (dist.mode=zero1) or all-reduce (dist.mode=allreduce, with server-side error feedback), e.g.
+// int4:g128:hadamard; "none" keeps the full-precision collectives. `weights` (zero1 only): the
+// parameter all-gather, e.g. qwd4:g2048 (see compress/weight_spec.h). The first `warmup_steps`
+// steps run uncompressed. `error_feedback`: worker-side error feedback on the gradients.
+struct CompressConfig {
+  std::string grad = "none";
+  std::string weights = "none";
+  int64_t warmup_steps = 0;
+  bool error_feedback = false;
+};
+
 struct TrainConfig {
   std::string run_dir;  // empty: runs/<timestamp>
   uint64_t seed = 1234;
@@ -73,6 +85,7 @@ struct TrainConfig {
   int64_t sample_top_k = 40;
   std::string init_export;  // write the initial weights here (safetensors) before training
   CkptConfig ckpt;
+  CompressConfig compress;
   // Resume from this checkpoint (a checkpoint root or one step directory): weights, optimizer
   // state and step; any world size and dist.mode. "auto": the newest committed step in ckpt.dir
   // or ckpt.persist_dir, or a fresh start when there is none (for restart loops).

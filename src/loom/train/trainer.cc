@@ -23,6 +23,7 @@
 #include "loom/train/grad_reducer.h"
 #include "loom/train/lr_schedule.h"
 #include "loom/train/train_checkpointer.h"
+#include "loom/train/train_compression.h"
 #include "loom/train/mfu.h"
 #include "loom/train/progress.h"
 #include "loom/train/run_report.h"
@@ -134,6 +135,19 @@ void PrintRunHeader(const Run& r, const nn::FlatLayout& layout) {
   r.out << "data: " << r.data->description() << "\n" << buf << std::flush;
 }
 
+void PrintCompressionHeader(const Run& r, const TrainCompression& c, const nn::FlatLayout& layout) {
+  int64_t params = 0;
+  for (const nn::ParamSlot& s : layout.slots()) params += s.spec.numel();
+  const int64_t pad = layout.total_elements() - params;
+  char buf[256];
+  std::snprintf(buf, sizeof buf,
+                "compress: %s from step %lld; buckets padded to multiples of %d ranks x %lld "
+                "elements: %lld padding elements (%.2f%% of the parameters)\n",
+                c.Describe().c_str(), (long long)r.cfg.compress.warmup_steps, r.comm.size(),
+                (long long)c.pad_elements(), (long long)pad, 100.0 * pad / params);
+  r.out << buf << std::flush;
+}
+
 // Forward and backward of every micro-batch of optimizer step `step`; returns the mean loss.
 // Gradient buckets are handed to `reducer` during the last micro-step's backward.
 double ForwardBackward(Run& r, GradReducer& reducer, int64_t step, float* grads,
@@ -190,6 +204,11 @@ Status FinishRun(Run& r, const RunWriter& writer, TrainSummary& summary) {
   std::snprintf(v, sizeof(v), "%.1f GFLOP/s per rank", r.peak / 1e9);
   facts.push_back({"GEMM peak", v});
   facts.push_back({"MFU convention", MfuConvention()});
+  if (!summary.compressed_traffic.empty()) {
+    facts.push_back({"compression", cfg.compress.grad + " / " + cfg.compress.weights});
+    r.out << summary.compressed_traffic << "\n";
+    facts.push_back({"compressed traffic", summary.compressed_traffic});
+  }
   LOOM_RETURN_IF_ERROR(writer.WriteReport("loom train: " + summary.run_dir, facts, summary.sample));
   r.out << "run directory: " << summary.run_dir << " (config.json, metrics.jsonl, report.html)\n"
         << std::flush;
@@ -216,9 +235,10 @@ Result<TrainSummary> RunTraining(const TrainConfig& cfg, comm::Communicator& com
   }
   r.data = std::make_unique<TextDataset>(std::move(data));
 
+  LOOM_ASSIGN_OR_RETURN(TrainCompression compression, TrainCompression::FromConfig(cfg.compress));
   nn::LayoutOptions layout_opts{
       .bucket_elems = static_cast<int64_t>(cfg.bucket_mb * (1 << 20) / 4),
-      .pad = static_cast<int64_t>(comm.size()) * nn::FlatLayout::kAlignElems};
+      .pad = static_cast<int64_t>(comm.size()) * compression.pad_elements()};
   r.model = std::make_unique<nn::Gpt>(cfg.model, r.dtype, layout_opts);
   const nn::FlatLayout& layout = r.model->layout();
   const int64_t n_flat = layout.total_elements();
@@ -239,6 +259,12 @@ Result<TrainSummary> RunTraining(const TrainConfig& cfg, comm::Communicator& com
                                : nullptr;
   DataParallelOptimizer opt(&comm, &layout, master, grads, cfg.ResolvedDpMode(), cfg.optim,
                             weights_bf16);
+  if (compression.weights != nullptr) {
+    opt.EnableWeightCompression({.codec = compression.weights.get(),
+                                 .difference = compression.weight_spec.difference,
+                                 .seed = cfg.seed,
+                                 .from_step = cfg.compress.warmup_steps});
+  }
   LOOM_ASSIGN_OR_RETURN(std::string run_dir, AgreeOnRunDir(cfg, comm));
   std::unique_ptr<TrainCheckpointer> default_hook;
   if (hook == nullptr && (cfg.ckpt.every > 0 || !cfg.resume.empty())) {
@@ -250,6 +276,7 @@ Result<TrainSummary> RunTraining(const TrainConfig& cfg, comm::Communicator& com
   int64_t start_step = 0;
   if (hook != nullptr) {
     LOOM_ASSIGN_OR_RETURN(start_step, hook->Restore(state));
+    opt.ReloadMaster();
   }
   r.model->LoadWeights(master);
   if (r.leader && !cfg.init_export.empty()) {
@@ -269,13 +296,19 @@ Result<TrainSummary> RunTraining(const TrainConfig& cfg, comm::Communicator& com
     LOOM_RETURN_IF_ERROR(w.WriteConfig(resolved));
     writer = std::move(w);
     PrintRunHeader(r, layout);
+    if (compression.enabled()) PrintCompressionHeader(r, compression, layout);
   }
 
   const uint16_t* grad_bf16 =
       r.dtype == at::kBFloat16 ? reinterpret_cast<const uint16_t*>(r.model->grads().data_ptr())
                                : nullptr;
   GradReducer reducer(&comm, &layout, grads, grad_bf16,
-                      {.mode = cfg.ResolvedDpMode(), .overlap = cfg.overlap});
+                      {.mode = cfg.ResolvedDpMode(),
+                       .overlap = cfg.overlap,
+                       .codec = compression.grad.get(),
+                       .seed = cfg.seed,
+                       .compress_from_step = cfg.compress.warmup_steps,
+                       .error_feedback = cfg.compress.error_feedback});
   GradReadyHooks hooks(r.model->params(), [&reducer](int i) { reducer.OnParamReady(i); });
 
   TrainSummary summary;
@@ -297,6 +330,7 @@ Result<TrainSummary> RunTraining(const TrainConfig& cfg, comm::Communicator& com
       if (r.dtype != at::kFloat) r.model->ZeroGrads();
     }
     Stopwatch phase;
+    reducer.SetStep(step);
     const double step_loss = ForwardBackward(r, reducer, step, grads, grad_bf16);
     window_fwd_bwd += phase.Seconds();
     LOOM_RETURN_IF_ERROR(reducer.FinishStep().WithContext("step " + std::to_string(step)));
@@ -352,6 +386,8 @@ Result<TrainSummary> RunTraining(const TrainConfig& cfg, comm::Communicator& com
     summary.tokens_per_s = step_tps[step_tps.size() / 2];
   }
   summary.mfu = Mfu(summary.tokens_per_s, r.flops_per_token, comm.size(), r.peak);
+  summary.compressed_traffic =
+      DescribeTraffic(reducer.compress_stats(), opt.weight_compress_stats());
   if (r.leader) LOOM_RETURN_IF_ERROR(FinishRun(r, *writer, summary));
   return summary;
 }

@@ -28,6 +28,7 @@ struct TrainSummary {
   double mfu = 0;              // at that throughput
   double peak_flops = 0;       // per rank, the MFU denominator
   std::string sample;
+  std::string compressed_traffic;  // rank 0's compressed bytes vs fp32, empty if uncompressed
 };
 
 // `hook` == nullptr: checkpointing follows the config (ckpt.every, resume) through
