@@ -17,6 +17,10 @@ check "expected dotted.key=value" steps
 check "'steps=ten': expected an integer" steps=ten
 check "batch.global" --nproc 3
 check "/nonexistent/corpus.txt" data.source=file data.path=/nonexistent/corpus.txt
+check "config key 'compress.grad': codec spec 'int3'" compress.grad=int3
+check "group 100 must be a multiple of 32" compress.grad=int4:g100
+check "config key 'compress.weights': weight spec 'qwd5'" compress.weights=qwd5
+check "it needs dist.mode=zero1" compress.weights=qwd4 dist.mode=allreduce
 echo '{"model": {"n_layer": 2}}' > "$SCRATCH/bad.json"
 check "unknown key 'model.n_layer'" --config "$SCRATCH/bad.json"
 echo '{"steps": ' > "$SCRATCH/broken.json"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The trainer's other paths on real processes: gradient accumulation (2 micro-steps per step),
 # plain all-reduce data parallelism, bf16 compute, the parallel block and sliding-window attention,
-# and a 3-rank world. Each run must finish and lower the loss.
+# a 3-rank world, and compressed gradients (SDP4Bit's int4 + Hadamard) with quantized weight
+# differences. Each run must finish and lower the loss.
 source "$(dirname "$0")/lib.sh"
 corpus=$(make_corpus)
 run_case() {  # name nproc args...
@@ -23,4 +24,8 @@ run_case allreduce_bf16 2 dist.mode=allreduce precision=bf16 batch.global=8 batc
 run_case zero1_bf16_accum 2 dist.mode=zero1 precision=bf16 batch.global=8 batch.micro=2
 run_case parallel_window 2 model.parallel_block=true model.sliding_window=16
 run_case three_ranks 3 batch.global=6 batch.micro=2 dist.bucket_mb=0.01
+run_case compressed 2 compress.grad=int4:g128:hadamard compress.weights=qwd4:g2048
+expect_contains "$SCRATCH/compressed.txt" "compress: grad int4:g128:stochastic:hadamard" "codecs named"
+expect_contains "$SCRATCH/compressed.txt" "compressed traffic (this rank): gradients" "traffic reported"
+run_case compressed_allreduce 2 dist.mode=allreduce compress.grad=int8:g64 compress.error_feedback=true
 echo PASS
