@@ -12,6 +12,7 @@
 #include "loom/cli/bench_report.h"
 #include "loom/cli/commands.h"
 #include "loom/cli/rank_setup.h"
+#include "loom/cli/run_metrics.h"
 #include "loom/comm/launcher.h"
 #include "loom/train/gemm_peak_torch.h"
 #include "loom/train/mfu.h"
@@ -33,27 +34,6 @@ struct BenchTrainArgs {
   std::string json;
   std::vector<std::string> overrides;
 };
-
-struct ArmRun {
-  std::vector<double> step_tps;  // tokens/s of steps after the first 3
-  std::map<int64_t, double> loss;
-};
-
-Result<ArmRun> ReadMetrics(const std::string& path) {
-  LOOM_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
-  ArmRun run;
-  std::istringstream lines(text);
-  std::string line;
-  while (std::getline(lines, line)) {
-    auto j = nlohmann::json::parse(line, nullptr, false);
-    if (j.is_discarded()) return DataLossError(path + ": malformed line: " + line);
-    int64_t step = j["step"];
-    run.loss[step] = j["loss"];
-    if (step > 3) run.step_tps.push_back(j["tokens_per_s"]);
-  }
-  if (run.loss.empty()) return DataLossError(path + " has no rows");
-  return run;
-}
 
 int Run(const BenchTrainArgs& a, const CliContext& ctx) {
   auto fail = [](const Status& s) {
@@ -113,7 +93,7 @@ int Run(const BenchTrainArgs& a, const CliContext& ctx) {
                  "--data", corpus_path, "--out", work + "/ddp-" + tag, "--precision", prec};
       if (Status s = RunArm("ddp peer", po, work + "/ddp-" + tag + ".log"); !s.ok()) return fail(s);
       for (auto [impl, dir] : {std::pair{"loom", loom_dir}, std::pair{"ddp", work + "/ddp-" + tag}}) {
-        auto m = ReadMetrics(dir + "/metrics.jsonl");
+        auto m = ReadRunMetrics(dir + "/metrics.jsonl");
         if (!m.ok()) return fail(m.status());
         tps[impl].insert(tps[impl].end(), m->step_tps.begin(), m->step_tps.end());
         for (auto [s, l] : m->loss) loss[impl][s] += l / a.reps;

@@ -28,5 +28,6 @@ void RegisterBenchCollectives(CLI::App& bench, CliContext* ctx);
 void RegisterBenchTrain(CLI::App& bench, CliContext* ctx);
 void RegisterBenchCkpt(CLI::App& bench, CliContext* ctx);
 void RegisterBenchCodecs(CLI::App& bench, CliContext* ctx);
+void RegisterBenchConvergence(CLI::App& bench, CliContext* ctx);
 
 }  // namespace loom::cli

@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   loom::cli::RegisterBenchTrain(*bench, &ctx);
   loom::cli::RegisterBenchCkpt(*bench, &ctx);
   loom::cli::RegisterBenchCodecs(*bench, &ctx);
+  loom::cli::RegisterBenchConvergence(*bench, &ctx);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
