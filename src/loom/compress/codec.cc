@@ -1,5 +1,6 @@
 #include "loom/compress/codec.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -65,13 +66,18 @@ Result<int64_t> Codec::CheckHeader(const char* in, int64_t bytes, int64_t n) con
 }
 
 int64_t FirstNonFinite(const float* x, int64_t n) {
-  // Branch-free scan in blocks (vectorizes), then locate.
+  // Branch-free scan in blocks, then locate. Inf/NaN have an all-ones exponent, and only then
+  // does adding 2^23 to the exponent bits carry into bit 31: integer ops that SSE2 vectorizes.
   constexpr int64_t kBlock = 1024;
   for (int64_t b = 0; b < n; b += kBlock) {
     const int64_t e = std::min(n, b + kBlock);
-    bool bad = false;
-    for (int64_t i = b; i < e; ++i) bad |= !std::isfinite(x[i]);
-    if (bad) {
+    uint32_t carry = 0;
+    for (int64_t i = b; i < e; ++i) {
+      uint32_t u;
+      std::memcpy(&u, x + i, 4);
+      carry |= (u & 0x7F800000u) + 0x00800000u;
+    }
+    if (carry & 0x80000000u) {
       for (int64_t i = b; i < e; ++i) {
         if (!std::isfinite(x[i])) return i;
       }
