@@ -28,4 +28,6 @@ run_case compressed 2 compress.grad=int4:g128:hadamard compress.weights=qwd4:g20
 expect_contains "$SCRATCH/compressed.txt" "compress: grad int4:g128:stochastic:hadamard" "codecs named"
 expect_contains "$SCRATCH/compressed.txt" "compressed traffic (this rank): gradients" "traffic reported"
 run_case compressed_allreduce 2 dist.mode=allreduce compress.grad=int8:g64 compress.error_feedback=true
+run_case powersgd 2 dist.mode=allreduce compress.grad=powersgd:r4 compress.warmup_steps=2
+run_case topk_ef 2 compress.grad=topk:0.1 compress.error_feedback=true
 echo PASS

@@ -57,7 +57,7 @@ class Codec {
   }
   // Whether encoded buffers can be summed without decoding (fp16/bf16/none: element-wise; int
   // codecs with per-group scales: no).
-  bool Summable() const { return spec_.kind != CodecKind::kInt; }
+  bool Summable() const { return spec_.kind <= CodecKind::kBf16; }
 
  protected:
   virtual Status DecodeInto(const char* in, int64_t bytes, int64_t n, float* y,
@@ -72,6 +72,10 @@ class Codec {
 };
 
 Result<std::unique_ptr<Codec>> MakeCodec(const CodecSpec& spec);
+
+// The Philox stream of a (step, rank, chunk): stochastic rounding and random-k draw from
+// PhiloxStream(ctx.seed, StreamOf(ctx)).
+uint64_t StreamOf(const StepContext& ctx);
 
 // The first index of a non-finite value in x[0, n), or -1.
 int64_t FirstNonFinite(const float* x, int64_t n);

@@ -1,6 +1,8 @@
 #include "loom/compress/codec_spec.h"
 
 #include <charconv>
+#include <cstdio>
+#include <cstdlib>
 #include <vector>
 
 namespace loom::compress {
@@ -13,6 +15,17 @@ std::string CodecSpec::ToString() const {
     case CodecKind::kInt:
       return "int" + std::to_string(bits) + ":g" + std::to_string(group) +
              (stochastic ? ":stochastic" : ":nearest") + (hadamard ? ":hadamard" : "");
+    case CodecKind::kSign:
+      return std::string("sign") + (group > 0 ? ":g" + std::to_string(group) : "") +
+             (l2_scale ? ":l2" : "");
+    case CodecKind::kPowerSgd: return "powersgd:r" + std::to_string(rank);
+    case CodecKind::kTopK:
+    case CodecKind::kRandK: {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, ":%g", static_cast<double>(fraction));
+      return std::string(kind == CodecKind::kTopK ? "topk" : "randk") + buf +
+             (unbiased ? ":unbiased" : "");
+    }
   }
   return "?";
 }
@@ -39,6 +52,54 @@ Result<int> ParseInt(std::string_view s, const std::string& what) {
   return v;
 }
 
+Result<CodecSpec> ParseSign(const std::vector<std::string_view>& parts, const std::string& where) {
+  CodecSpec spec;
+  spec.kind = CodecKind::kSign;
+  spec.bits = 1;
+  for (size_t i = 1; i < parts.size(); ++i) {
+    if (parts[i].starts_with("g")) {
+      LOOM_ASSIGN_OR_RETURN(spec.group, ParseInt(parts[i].substr(1), where + ": group"));
+      if (spec.group < 32 || spec.group % 32 != 0) {
+        return InvalidArgumentError(where + ": group " + std::to_string(spec.group) +
+                                    " must be a multiple of 32");
+      }
+    } else if (parts[i] == "l2") {
+      spec.l2_scale = true;
+    } else {
+      return InvalidArgumentError(where + ": unknown option '" + std::string(parts[i]) +
+                                  "' (known: g<size>, l2)");
+    }
+  }
+  return spec;
+}
+
+Result<CodecSpec> ParseSparse(const std::vector<std::string_view>& parts, bool top,
+                              const std::string& where) {
+  CodecSpec spec;
+  spec.kind = top ? CodecKind::kTopK : CodecKind::kRandK;
+  if (parts.size() < 2) {
+    return InvalidArgumentError(where + ": give the share of elements to send, e.g. " +
+                                std::string(parts[0]) + ":0.01");
+  }
+  const std::string text(parts[1]);
+  char* end = nullptr;
+  const double f = std::strtod(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size() || !(f > 0 && f <= 1)) {
+    return InvalidArgumentError(where + ": fraction '" + text + "' must be a number in (0, 1]");
+  }
+  spec.fraction = static_cast<float>(f);
+  spec.bits = 32;
+  for (size_t i = 2; i < parts.size(); ++i) {
+    if (!top && parts[i] == "unbiased") {
+      spec.unbiased = true;
+    } else {
+      return InvalidArgumentError(where + ": unknown option '" + std::string(parts[i]) + "'" +
+                                  (top ? "" : " (known: unbiased)"));
+    }
+  }
+  return spec;
+}
+
 }  // namespace
 
 Result<CodecSpec> ParseCodecSpec(std::string_view text) {
@@ -52,9 +113,23 @@ Result<CodecSpec> ParseCodecSpec(std::string_view text) {
     spec.bits = head == "none" ? 32 : 16;
     return spec;
   }
+  if (head == "sign") return ParseSign(parts, where);
+  if (head == "powersgd") {
+    if (parts.size() != 2 || !parts[1].starts_with("r")) {
+      return InvalidArgumentError(where + ": give the rank, e.g. powersgd:r4");
+    }
+    spec.kind = CodecKind::kPowerSgd;
+    LOOM_ASSIGN_OR_RETURN(spec.rank, ParseInt(parts[1].substr(1), where + ": rank"));
+    if (spec.rank < 1 || spec.rank > 64) {
+      return InvalidArgumentError(where + ": rank " + std::to_string(spec.rank) +
+                                  " must be in [1, 64]");
+    }
+    return spec;
+  }
+  if (head == "topk" || head == "randk") return ParseSparse(parts, head == "topk", where);
   if (!head.starts_with("int")) {
     return InvalidArgumentError(where + ": unknown codec '" + std::string(head) +
-                                "' (known: none, fp16, bf16, int8, int4, int2)");
+                                "' (known: none, fp16, bf16, int8, int4, int2, sign, topk, randk, powersgd)");
   }
   spec.kind = CodecKind::kInt;
   LOOM_ASSIGN_OR_RETURN(spec.bits, ParseInt(head.substr(3), where + ": bits"));

@@ -1,10 +1,18 @@
 // CodecSpec: a compression codec and its parameters, parsed from the `compress.grad=` syntax.
 //
 //   none | fp16 | bf16 | int<b>[:g<G>][:nearest|:stochastic][:hadamard]
+//   | sign[:g<G>][:l2] | topk:<fraction> | randk:<fraction>[:unbiased] | powersgd:r<R>
 //   e.g. "int4:g128:hadamard" (4-bit, groups of 128, stochastic rounding, Hadamard-32 rotation)
 //
 // int codecs: b in {8, 4, 2}; G in [32, 4096] and a multiple of 32; rounding defaults to
 // stochastic (unbiased, as SDP4Bit and ZeRO++ use); hadamard requires G % 32 == 0.
+// sign: 1 bit per element and one fp32 scale per group (G a multiple of 32, default: the whole
+// buffer); the scale is mean|x| (signSGD with scale / 1-bit Adam) or, with `l2`, ||x|| / sqrt(n).
+// topk: the ceil(fraction * n) largest |x| with their indices. randk: ceil(fraction * n) values
+// at indices drawn from the shared seed (not sent); `unbiased` scales them by n / k.
+// fraction in (0, 1]. Sign and sparse codecs are biased: pair them with error feedback.
+// powersgd: rank-R PowerSGD (R in [1, 64]); a low-rank all-reduce of gradient matrices rather
+// than an element codec (compress/collectives/powersgd.h), so MakeCodec refuses it.
 // Errors name the spec and what is wrong.
 // Thread-safety: value type.
 #pragma once
@@ -17,7 +25,9 @@
 
 namespace loom::compress {
 
-enum class CodecKind : uint8_t { kNone = 0, kFp16 = 1, kBf16 = 2, kInt = 3 };
+enum class CodecKind : uint8_t {
+  kNone = 0, kFp16 = 1, kBf16 = 2, kInt = 3, kSign = 4, kTopK = 5, kRandK = 6, kPowerSgd = 7
+};
 
 struct CodecSpec {
   CodecKind kind = CodecKind::kNone;
@@ -25,6 +35,10 @@ struct CodecSpec {
   int group = 0;            // int: elements per scale
   bool stochastic = true;   // int: stochastic (unbiased) vs nearest rounding
   bool hadamard = false;    // int: rotate 32-element blocks before quantizing
+  bool l2_scale = false;    // sign: ||x|| / sqrt(n) instead of mean|x|
+  bool unbiased = false;    // randk: scale kept values by n / k
+  float fraction = 0;       // topk, randk: share of the elements sent
+  int rank = 0;             // powersgd
 
   std::string ToString() const;  // canonical form, parses back to the same spec
   bool operator==(const CodecSpec&) const = default;

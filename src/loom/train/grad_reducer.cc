@@ -37,6 +37,22 @@ GradReducer::GradReducer(comm::Communicator* comm, const nn::FlatLayout* layout,
                                                 .server_error_feedback = true,
                                                 .comm = {.tag = options_.tag}});
   }
+  if (options_.powersgd_rank > 0) {
+    for (const nn::Bucket& b : layout_->buckets()) {
+      std::vector<compress::LowRankMatrix> matrices;
+      for (int p : b.params) {
+        const nn::ParamSlot& s = layout_->slots()[p];
+        if (s.spec.shape.size() < 2) continue;
+        const int64_t rows = s.spec.shape[0];
+        matrices.push_back({s.offset - b.begin, rows, s.spec.numel() / rows});
+      }
+      powersgd_.push_back(std::make_unique<compress::PowerSgd>(
+          comm_, b.size(), std::move(matrices),
+          compress::PowerSgd::Options{.rank = options_.powersgd_rank,
+                                      .seed = options_.seed,
+                                      .comm = {.tag = options_.tag}}));
+    }
+  }
   pool_.Start();
 }
 
@@ -93,8 +109,9 @@ Status GradReducer::ReduceBucket(int bucket) {
   float* g = grad_ + b.begin;
   if (grad_bf16_ != nullptr) AccumulateBf16Into(g, grad_bf16_ + b.begin, b.size());
   const int64_t shard = b.size() / comm_->size();
-  if (qc_ != nullptr && step_ >= options_.compress_from_step) {
+  if ((!powersgd_.empty() || qc_ != nullptr) && step_ >= options_.compress_from_step) {
     const compress::CollectiveCall call{.step = step_, .chunk = bucket, .what = BucketName(bucket)};
+    if (!powersgd_.empty()) return powersgd_[bucket]->AllReduce(g, call);
     if (options_.mode == DpMode::kAllReduce) {
       return qc_->AllReduce(g, b.size(), comm::ReduceOp::kAvg, call);
     }
@@ -121,7 +138,9 @@ std::string GradReducer::BucketName(int bucket) const {
 }
 
 compress::CollectiveStats GradReducer::compress_stats() const {
-  return qc_ != nullptr ? qc_->stats() : compress::CollectiveStats{};
+  compress::CollectiveStats sum = qc_ != nullptr ? qc_->stats() : compress::CollectiveStats{};
+  for (const auto& p : powersgd_) sum += p->stats();
+  return sum;
 }
 
 Status GradReducer::FinishStep() {

@@ -9,7 +9,8 @@
 // With a gradient codec (compress.grad), buckets travel quantized instead: zero1 uses the
 // quantized reduce-scatter (each element quantized once by its source, summed in fp32 by its
 // owner), allreduce the compressed all-reduce (reduce-scatter + server-side error feedback +
-// all-gather); see compress/collectives/quantized_collectives.h. A non-finite gradient fails the
+// all-gather); see compress/collectives/quantized_collectives.h. With PowerSGD, each bucket is
+// all-reduced as rank-r factors of its matrices (both modes; zero1 then uses its shard). A non-finite gradient fails the
 // step on every rank with the bucket's name.
 //
 //   reducer.BeginMicroStep(/*last=*/true);
@@ -29,6 +30,7 @@
 #include "loom/base/mutex.h"
 #include "loom/base/thread_pool.h"
 #include "loom/comm/communicator.h"
+#include "loom/compress/collectives/powersgd.h"
 #include "loom/compress/collectives/quantized_collectives.h"
 #include "loom/nn/param_layout.h"
 #include "loom/train/train_config.h"
@@ -48,6 +50,7 @@ class GradReducer {
     uint64_t seed = 0;                       // keys stochastic rounding
     int64_t compress_from_step = 0;          // compress.warmup_steps
     bool error_feedback = false;             // worker-side, per bucket
+    int powersgd_rank = 0;                   // > 0: PowerSGD all-reduce (instead of `codec`)
   };
 
   // `grad_fp32` holds layout->total_elements() floats; `grad_bf16` is the model's bf16 gradient
@@ -83,6 +86,7 @@ class GradReducer {
   const uint16_t* grad_bf16_;
   Options options_;
   std::unique_ptr<compress::QuantizedCollectives> qc_;
+  std::vector<std::unique_ptr<compress::PowerSgd>> powersgd_;  // per bucket
   int64_t step_ = 0;
   ThreadPool pool_;
   bool last_micro_ = false;

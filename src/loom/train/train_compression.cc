@@ -33,7 +33,9 @@ std::string Traffic(const char* what, const compress::CollectiveStats& s) {
 Result<TrainCompression> TrainCompression::FromConfig(const CompressConfig& c) {
   TrainCompression tc;
   LOOM_ASSIGN_OR_RETURN(compress::CodecSpec grad, compress::ParseCodecSpec(c.grad));
-  if (grad.kind != compress::CodecKind::kNone) {
+  if (grad.kind == compress::CodecKind::kPowerSgd) {
+    tc.powersgd_rank = grad.rank;
+  } else if (grad.kind != compress::CodecKind::kNone) {
     LOOM_ASSIGN_OR_RETURN(tc.grad, compress::MakeCodec(grad));
   }
   LOOM_ASSIGN_OR_RETURN(tc.weight_spec, compress::ParseWeightSpec(c.weights));
@@ -48,7 +50,10 @@ int64_t TrainCompression::pad_elements() const {
 }
 
 std::string TrainCompression::Describe() const {
-  std::string out = "grad " + (grad ? grad->spec().ToString() + Bits(*grad) : "none");
+  std::string out = "grad " + (grad ? grad->spec().ToString() + Bits(*grad)
+                               : powersgd_rank > 0
+                                   ? "powersgd:r" + std::to_string(powersgd_rank) + " (low rank)"
+                                   : "none");
   out += ", weights " + (weights ? weight_spec.ToString() + Bits(*weights) : "none");
   return out;
 }

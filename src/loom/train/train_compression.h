@@ -23,12 +23,13 @@
 namespace loom::train {
 
 struct TrainCompression {
-  std::unique_ptr<compress::Codec> grad;     // nullptr: full-precision gradient collectives
+  std::unique_ptr<compress::Codec> grad;     // element codec; nullptr: none (or PowerSGD)
+  int powersgd_rank = 0;                     // compress.grad=powersgd:r<R>
   std::unique_ptr<compress::Codec> weights;  // nullptr: full-precision parameter all-gather
   compress::WeightSpec weight_spec;
 
   static Result<TrainCompression> FromConfig(const CompressConfig& c);
-  bool enabled() const { return grad != nullptr || weights != nullptr; }
+  bool enabled() const { return grad != nullptr || powersgd_rank > 0 || weights != nullptr; }
   // Elements every bucket must be a multiple of, per rank (16 without an int codec).
   int64_t pad_elements() const;
   // "grad int4:g128:stochastic:hadamard (4.25 bits), weights qwd4:g2048:stochastic (4.02 bits)".

@@ -308,7 +308,8 @@ Result<TrainSummary> RunTraining(const TrainConfig& cfg, comm::Communicator& com
                        .codec = compression.grad.get(),
                        .seed = cfg.seed,
                        .compress_from_step = cfg.compress.warmup_steps,
-                       .error_feedback = cfg.compress.error_feedback});
+                       .error_feedback = cfg.compress.error_feedback,
+                       .powersgd_rank = compression.powersgd_rank});
   GradReadyHooks hooks(r.model->params(), [&reducer](int i) { reducer.OnParamReady(i); });
 
   TrainSummary summary;

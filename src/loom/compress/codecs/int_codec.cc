@@ -4,17 +4,6 @@
 
 namespace loom::compress {
 
-namespace {
-
-uint64_t Mix(uint64_t x) {  // splitmix64 finalizer
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
-}  // namespace
-
 IntCodec::IntCodec(CodecSpec spec, const IntKernels* kernels)
     : Codec(spec),
       format_{spec.bits, spec.group, spec.stochastic, spec.hadamard},
@@ -49,8 +38,7 @@ Result<int64_t> IntCodec::Encode(const float* x, int64_t n, char* out,
   args.x = x;
   args.n = n;
   args.seed = ctx.seed;
-  args.stream = Mix(Mix(static_cast<uint64_t>(ctx.step)) ^
-                    Mix(static_cast<uint64_t>(ctx.rank) << 32 ^ static_cast<uint64_t>(ctx.chunk)));
+  args.stream = StreamOf(ctx);
   args.payload = reinterpret_cast<uint8_t*>(out + kHeaderBytes);
   args.scales = out + kHeaderBytes + payload;
   // The kernels check finiteness while taking each group's max (no separate pass over x).

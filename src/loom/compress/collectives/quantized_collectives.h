@@ -53,6 +53,16 @@ struct CollectiveStats {
   double encode_s = 0;
   double decode_s = 0;
   double comm_s = 0;
+
+  CollectiveStats& operator+=(const CollectiveStats& o) {
+    calls += o.calls;
+    wire_bytes_sent += o.wire_bytes_sent;
+    fp32_bytes += o.fp32_bytes;
+    encode_s += o.encode_s;
+    decode_s += o.decode_s;
+    comm_s += o.comm_s;
+    return *this;
+  }
 };
 
 class QuantizedCollectives {
