@@ -25,6 +25,8 @@ std::span<const EnvParam> KnownEnvParams() {
       {"LOOM_LOG_LEVEL", "info", "log threshold, e.g. 'info' or 'warn,comm=debug'"},
       {"LOOM_CACHE_DIR", "~/.cache/loom", "where measured machine facts (GEMM peak) are cached"},
       {"LOOM_NUM_THREADS", "", "compute threads per rank (default: cores / local ranks)"},
+      {"LOOM_SIMD", "auto",
+       "compression kernels: auto (best this CPU has), avx512, avx2 or scalar (same bytes)"},
       {"OMPI_COMM_WORLD_RANK", "", "rank under OpenMPI's mpirun"},
       {"OMPI_COMM_WORLD_SIZE", "", "world size under OpenMPI's mpirun"},
       {"OMPI_COMM_WORLD_LOCAL_RANK", "", "local rank under OpenMPI's mpirun"},
