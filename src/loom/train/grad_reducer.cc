@@ -29,13 +29,9 @@ GradReducer::GradReducer(comm::Communicator* comm, const nn::FlatLayout* layout,
       options_(options),
       pool_({.num_threads = 1, .name = "grad-reduce"}),
       ready_count_(layout->buckets().size(), 0) {
+  bucket_qc_.assign(layout_->buckets().size(), nullptr);
   if (options_.codec != nullptr) {
-    qc_ = std::make_unique<compress::QuantizedCollectives>(
-        comm_, options_.codec,
-        compress::QuantizedCollectives::Options{.seed = options_.seed,
-                                                .worker_error_feedback = options_.error_feedback,
-                                                .server_error_feedback = true,
-                                                .comm = {.tag = options_.tag}});
+    SetBucketCodecs(std::vector<const compress::Codec*>(layout_->buckets().size(), options_.codec));
   }
   if (options_.powersgd_rank > 0) {
     for (const nn::Bucket& b : layout_->buckets()) {
@@ -60,6 +56,10 @@ GradReducer::~GradReducer() { pool_.Stop(); }
 
 void GradReducer::BeginMicroStep(bool last) {
   last_micro_ = last;
+  if (last) {
+    micro_step_clock_.Reset();
+    ready_s_.assign(layout_->buckets().size(), -1.0);
+  }
   std::fill(ready_count_.begin(), ready_count_.end(), 0);
   next_launch_ = 0;
   launched_early_ = 0;
@@ -78,6 +78,7 @@ void GradReducer::LaunchReadyBuckets() {
   while (next_launch_ < n &&
          ready_count_[next_launch_] == static_cast<int>(layout_->buckets()[next_launch_].params.size())) {
     ++launched_early_;
+    ready_s_[next_launch_] = micro_step_clock_.Seconds();
     Launch(next_launch_++);
   }
 }
@@ -109,13 +110,14 @@ Status GradReducer::ReduceBucket(int bucket) {
   float* g = grad_ + b.begin;
   if (grad_bf16_ != nullptr) AccumulateBf16Into(g, grad_bf16_ + b.begin, b.size());
   const int64_t shard = b.size() / comm_->size();
-  if ((!powersgd_.empty() || qc_ != nullptr) && step_ >= options_.compress_from_step) {
+  compress::QuantizedCollectives* qc = bucket_qc_[bucket];
+  if ((!powersgd_.empty() || qc != nullptr) && step_ >= options_.compress_from_step) {
     const compress::CollectiveCall call{.step = step_, .chunk = bucket, .what = BucketName(bucket)};
     if (!powersgd_.empty()) return powersgd_[bucket]->AllReduce(g, call);
     if (options_.mode == DpMode::kAllReduce) {
-      return qc_->AllReduce(g, b.size(), comm::ReduceOp::kAvg, call);
+      return qc->AllReduce(g, b.size(), comm::ReduceOp::kAvg, call);
     }
-    return qc_->ReduceScatter(g, shard, g + shard * comm_->rank(), comm::ReduceOp::kAvg, call);
+    return qc->ReduceScatter(g, shard, g + shard * comm_->rank(), comm::ReduceOp::kAvg, call);
   }
   TensorView view = TensorView::Of(g, b.size());
   comm::CommOptions opts{.tag = options_.tag};
@@ -124,6 +126,24 @@ Status GradReducer::ReduceBucket(int bucket) {
   }
   return comm_->ReduceScatter(view, view.Slice(shard * comm_->rank(), shard),
                               comm::ReduceOp::kAvg, opts);
+}
+
+compress::QuantizedCollectives* GradReducer::QcFor(const compress::Codec* codec) {
+  if (codec == nullptr) return nullptr;
+  for (const auto& q : qc_owned_) {
+    if (&q->codec() == codec) return q.get();
+  }
+  qc_owned_.push_back(std::make_unique<compress::QuantizedCollectives>(
+      comm_, codec,
+      compress::QuantizedCollectives::Options{.seed = options_.seed,
+                                              .worker_error_feedback = options_.error_feedback,
+                                              .server_error_feedback = true,
+                                              .comm = {.tag = options_.tag}}));
+  return qc_owned_.back().get();
+}
+
+void GradReducer::SetBucketCodecs(const std::vector<const compress::Codec*>& codecs) {
+  for (size_t i = 0; i < bucket_qc_.size() && i < codecs.size(); ++i) bucket_qc_[i] = QcFor(codecs[i]);
 }
 
 std::string GradReducer::BucketName(int bucket) const {
@@ -138,13 +158,15 @@ std::string GradReducer::BucketName(int bucket) const {
 }
 
 compress::CollectiveStats GradReducer::compress_stats() const {
-  compress::CollectiveStats sum = qc_ != nullptr ? qc_->stats() : compress::CollectiveStats{};
+  compress::CollectiveStats sum;
+  for (const auto& q : qc_owned_) sum += q->stats();
   for (const auto& p : powersgd_) sum += p->stats();
   return sum;
 }
 
 Status GradReducer::FinishStep() {
   Stopwatch sw;
+  backward_end_s_ = micro_step_clock_.Seconds();
   const int n = static_cast<int>(layout_->buckets().size());
   while (next_launch_ < n) Launch(next_launch_++);
   MutexLock lock(&mu_);

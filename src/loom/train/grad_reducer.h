@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "loom/base/clock.h"
 #include "loom/base/mutex.h"
 #include "loom/base/thread_pool.h"
 #include "loom/comm/communicator.h"
@@ -59,6 +60,10 @@ class GradReducer {
               const uint16_t* grad_bf16, Options options);
   ~GradReducer();
 
+  // Per-bucket codecs (a compression plan; nullptr = full precision), replacing Options::codec.
+  // Call between steps. The codecs must outlive the reducer.
+  void SetBucketCodecs(const std::vector<const compress::Codec*>& codecs);
+
   // The optimizer step (0-based) about to be computed: keys stochastic rounding and warm-up.
   void SetStep(int64_t step) { step_ = step; }
   // Compressed-traffic counters (zero when no codec is configured).
@@ -72,6 +77,11 @@ class GradReducer {
   // long it had to wait (the communication not hidden behind backward).
   Status FinishStep();
   double last_exposed_seconds() const { return last_exposed_s_; }
+  // Profile of the last step (for the compression planner): seconds from the start of the last
+  // micro-step (its forward) until each bucket was ready to reduce (-1: launched by FinishStep,
+  // i.e. not during backward), and until FinishStep was called (the end of backward).
+  const std::vector<double>& last_ready_seconds() const { return ready_s_; }
+  double last_backward_end_seconds() const { return backward_end_s_; }
   int64_t buckets_launched_during_backward() const { return launched_early_; }
 
  private:
@@ -85,9 +95,14 @@ class GradReducer {
   float* grad_;
   const uint16_t* grad_bf16_;
   Options options_;
-  std::unique_ptr<compress::QuantizedCollectives> qc_;
+  compress::QuantizedCollectives* QcFor(const compress::Codec* codec);
+  std::vector<std::unique_ptr<compress::QuantizedCollectives>> qc_owned_;  // one per codec
+  std::vector<compress::QuantizedCollectives*> bucket_qc_;  // per bucket; nullptr: uncompressed
   std::vector<std::unique_ptr<compress::PowerSgd>> powersgd_;  // per bucket
   int64_t step_ = 0;
+  Stopwatch micro_step_clock_;
+  std::vector<double> ready_s_;
+  double backward_end_s_ = 0;
   ThreadPool pool_;
   bool last_micro_ = false;
   std::vector<int> ready_count_;
