@@ -3,6 +3,11 @@
 //
 // Without a launcher it starts its ranks itself: under mpirun (OpenMPI over TCP, so every arm
 // uses the same transport) when mpirun exists, else with loom's launcher (no MPI arm).
+// --compress int4:g128:hadamard,... adds one compressed arm per codec to all-reduce and
+// reduce-scatter (bench_compressed_arm.h): checked by its error against an fp64 reference instead
+// of exactly, and reported with its bytes on the wire and its speedup over the best Gloo arm.
+// Every arm reports CPU seconds per call (process CPU time, all threads, mean over ranks).
+#include <time.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -14,12 +19,14 @@
 #include "loom/base/clock.h"
 #include "loom/base/file_util.h"
 #include "loom/cli/bench_arm.h"
+#include "loom/cli/bench_compressed_arm.h"
 #include "loom/cli/bench_report.h"
 #include "loom/cli/parse_bytes.h"
 #include "loom/cli/commands.h"
 #include "loom/cli/rank_setup.h"
 #include "loom/comm/gloo/gloo_native.h"
 #include "loom/comm/launcher.h"
+#include "loom/compress/codec.h"
 
 namespace loom::cli {
 namespace {
@@ -40,7 +47,26 @@ struct CollArgs {
   std::string mpi_btl = "tcp";  // tcp | vader (shared memory)
   std::string json;
   std::string loom_segments;  // extra loom arms with these ring segment sizes (tuning)
+  std::string compress;       // codec specs: one compressed arm each (allreduce, reduce_scatter)
 };
+
+constexpr int kCol = 24;  // table column width per arm
+
+double ProcessCpuSeconds() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+Result<std::vector<std::unique_ptr<compress::Codec>>> MakeCodecs(const std::string& specs) {
+  std::vector<std::unique_ptr<compress::Codec>> codecs;
+  for (const std::string& item : Split(specs)) {
+    LOOM_ASSIGN_OR_RETURN(compress::CodecSpec spec, compress::ParseCodecSpec(item));
+    LOOM_ASSIGN_OR_RETURN(std::unique_ptr<compress::Codec> codec, compress::MakeCodec(spec));
+    codecs.push_back(std::move(codec));
+  }
+  return codecs;
+}
 
 const char* OpName(BenchOp op) {
   switch (op) {
@@ -142,6 +168,192 @@ double MemcpyGBps() {
   return best;
 }
 
+// The arms of one (op, size) and what was measured for them. Arms in order: loom's fp32 arms
+// [0, n_loom_arms), fp32 peers (Gloo, MPI) [n_loom_arms, first_compressed), compressed arms
+// [first_compressed, end).
+struct SizeRun {
+  BenchOp op = BenchOp::kAllReduce;
+  size_t count = 0;  // floats in the full buffer, a multiple of the world size
+  std::vector<float> in, out;
+  std::vector<std::unique_ptr<BenchArm>> arms;
+  size_t n_loom_arms = 1;
+  size_t first_compressed = 0;
+  std::unique_ptr<GaussianWorkload> workload;   // compressed arms' inputs and reference
+  std::vector<std::vector<double>> times, cpu;  // per arm, per repetition: s per call
+  std::vector<double> rel_error;                // per compressed arm
+  bool all_ok = true;
+
+  bool IsCompressed(size_t k) const { return k >= first_compressed; }
+  CompressedArm& Compressed(size_t k) { return static_cast<CompressedArm&>(*arms[k]); }
+  const CompressedArm& Compressed(size_t k) const {
+    return static_cast<const CompressedArm&>(*arms[k]);
+  }
+};
+
+Status AddArms(const CollArgs& a, comm::Communicator& c,
+               const std::vector<std::unique_ptr<compress::Codec>>& codecs, SizeRun& r) {
+  const size_t count = r.count, block = count / c.size();
+  r.in.assign(r.op == BenchOp::kAllGather ? block : count, 0.f);
+  r.out.assign(count, 0.f);
+  r.arms.push_back(std::make_unique<LoomArm>(&c, r.op, r.in.data(), r.out.data(), count));
+  for (const std::string& item : Split(a.loom_segments)) {
+    LOOM_ASSIGN_OR_RETURN(int64_t seg, ParseBytes(item));
+    r.arms.push_back(std::make_unique<LoomArm>(&c, r.op, r.in.data(), r.out.data(), count, seg));
+  }
+  r.n_loom_arms = r.arms.size();
+  for (auto& [label, algo] : GlooAlgorithmsFor(r.op)) {
+    float* gin = r.op == BenchOp::kAllReduce ? r.out.data() : r.in.data();
+    auto g = comm::GlooNativeCollective::Create(c, algo, gin, r.out.data(), count);
+    if (g.ok()) r.arms.push_back(std::make_unique<GlooArm>(label, std::move(*g)));
+  }
+  if (MpiEnabled()) {
+    auto m = MakeMpiArm(r.op, r.in.data(), r.out.data(), count);
+    if (m.ok()) r.arms.push_back(std::move(*m));
+  }
+  r.first_compressed = r.arms.size();
+  if (r.op == BenchOp::kAllGather || codecs.empty()) return OkStatus();
+  r.workload = std::make_unique<GaussianWorkload>(r.op, c.rank(), c.size(), count);
+  const std::vector<std::string> specs = Split(a.compress);
+  for (size_t i = 0; i < codecs.size(); ++i) {
+    r.arms.push_back(std::make_unique<CompressedArm>(
+        &c, r.op, specs[i], codecs[i].get(), r.workload.get(), r.in.data(), r.out.data(), count));
+  }
+  return OkStatus();
+}
+
+// The check (exact for fp32 arms, the error for compressed ones), then the timed repetitions.
+Status TimeArms(const CollArgs& a, comm::Communicator& c, SizeRun& r) {
+  const int rank = c.rank(), P = c.size();
+  auto fill = [&](size_t k) {
+    if (r.IsCompressed(k)) {
+      r.Compressed(k).Fill();
+    } else {
+      FillInputs(r.op, rank, r.in, r.out);
+    }
+  };
+  for (size_t k = 0; k < r.arms.size(); ++k) {
+    if (r.IsCompressed(k)) {
+      Result<double> err = r.Compressed(k).MeasureError();
+      if (!err.ok()) return err.status().WithContext(r.arms[k]->name());
+      r.rel_error.push_back(*err);
+      continue;
+    }
+    fill(k);
+    LOOM_RETURN_IF_ERROR(r.arms[k]->Run().WithContext(r.arms[k]->name()));
+    if (a.check && !CheckResult(r.op, rank, P, r.out, r.count)) {
+      std::fprintf(stderr, "rank %d: %s %s gave a wrong result at %lld bytes\n", rank,
+                   r.arms[k]->name().c_str(), OpName(r.op), static_cast<long long>(r.count * 4));
+      r.all_ok = false;
+    }
+  }
+  r.times.assign(r.arms.size(), {});
+  r.cpu.assign(r.arms.size(), {});
+  for (int rep = 0; rep < a.reps; ++rep) {
+    // Arms interleaved within each repetition, and the order rotated between repetitions so
+    // that no arm always runs first after the barrier.
+    for (size_t j = 0; j < r.arms.size(); ++j) {
+      const size_t k = (j + rep) % r.arms.size();
+      fill(k);
+      for (int w = 0; w < (rep == 0 ? a.warmup : 0); ++w) (void)r.arms[k]->Run();
+      LOOM_RETURN_IF_ERROR(c.Barrier());
+      const double cpu0 = ProcessCpuSeconds();
+      Stopwatch sw;
+      for (int it = 0; it < a.iters; ++it) {
+        LOOM_RETURN_IF_ERROR(r.arms[k]->Run().WithContext(r.arms[k]->name()));
+      }
+      double t = sw.Seconds() / a.iters;
+      double cpu = (ProcessCpuSeconds() - cpu0) / a.iters;
+      // The slowest rank defines the collective's time; CPU time is the mean over ranks.
+      LOOM_RETURN_IF_ERROR(c.AllReduce(TensorView::Of(&t, 1), comm::ReduceOp::kMax));
+      LOOM_RETURN_IF_ERROR(c.AllReduce(TensorView::Of(&cpu, 1), comm::ReduceOp::kAvg));
+      r.times[k].push_back(t);
+      r.cpu[k].push_back(cpu);
+    }
+  }
+  return OkStatus();
+}
+
+// Prints one table row (time and busbw per arm, ratio), the CPU row and one line per compressed
+// arm, and returns the JSON row. `ratio` = best fp32 peer / loom fp32, as without compression.
+nlohmann::json ReportSize(const SizeRun& r, int P, bool print_header, double* ratio,
+                          nlohmann::json& summary) {
+  const double bus_factor = r.op == BenchOp::kAllReduce ? 2.0 * (P - 1) / P : (P - 1.0) / P;
+  const double total_bytes = static_cast<double>(r.count) * 4;
+  const size_t n = r.arms.size();
+  std::vector<Stats> st(n);
+  double best_peer = 1e30, best_gloo = 1e30;
+  std::string best_gloo_name;
+  for (size_t k = 0; k < n; ++k) {
+    st[k] = Summarize(r.times[k]);
+    if (k < r.n_loom_arms || r.IsCompressed(k)) continue;
+    best_peer = std::min(best_peer, st[k].median);
+    if (r.arms[k]->name().rfind("gloo_", 0) == 0 && st[k].median < best_gloo) {
+      best_gloo = st[k].median;
+      best_gloo_name = r.arms[k]->name();
+    }
+  }
+  if (print_header) {
+    std::printf("%12s", "bytes");
+    for (auto& arm : r.arms) std::printf(" %*s", kCol, arm->name().c_str());
+    std::printf(" %8s\n", "ratio");
+  }
+  std::printf("%12lld", static_cast<long long>(total_bytes));
+  nlohmann::json row = {{"op", OpName(r.op)}, {"bytes", total_bytes}, {"check_ok", r.all_ok}};
+  for (size_t k = 0; k < n; ++k) {
+    const double busbw = total_bytes / st[k].median / 1e9 * bus_factor;
+    std::printf(" %*.1f %6.2f GB/s", kCol - 12, st[k].median * 1e6, busbw);
+    nlohmann::json arm = {{"time_us_median", st[k].median * 1e6},
+                          {"time_us_p10", st[k].p10 * 1e6},
+                          {"time_us_p90", st[k].p90 * 1e6},
+                          {"algbw_GBps", total_bytes / st[k].median / 1e9},
+                          {"busbw_GBps", busbw},
+                          {"cpu_s_per_call", Summarize(r.cpu[k]).median},
+                          {"wire_bytes_per_rank", bus_factor * total_bytes}};
+    if (r.IsCompressed(k)) {
+      const CompressedArm& ca = r.Compressed(k);
+      const double calls = static_cast<double>(std::max<int64_t>(ca.calls(), 1));
+      arm["wire_bytes_per_rank"] = ca.WireBytesPerCall();
+      arm["fp32_wire_bytes_per_rank"] = ca.Fp32WireBytesPerCall();
+      arm["wire_ratio"] = ca.WireBytesPerCall() / ca.Fp32WireBytesPerCall();
+      arm["rel_l2_error"] = r.rel_error[k - r.first_compressed];
+      arm["encode_s_per_call"] = ca.stats().encode_s / calls;
+      arm["decode_s_per_call"] = ca.stats().decode_s / calls;
+      arm["comm_s_per_call"] = ca.stats().comm_s / calls;
+      if (!best_gloo_name.empty()) {
+        arm["speedup_vs_gloo_best"] = best_gloo / st[k].median;
+        arm["gloo_best"] = best_gloo_name;
+      }
+      summary["compressed"][OpName(r.op)][ca.name()] = {
+          {"bytes", total_bytes},
+          {"speedup_vs_gloo_best", arm.value("speedup_vs_gloo_best", 0.0)},
+          {"rel_l2_error", arm["rel_l2_error"]},
+          {"wire_ratio", arm["wire_ratio"]}};
+    }
+    row["arms"][r.arms[k]->name()] = arm;
+  }
+  *ratio = r.first_compressed > r.n_loom_arms ? best_peer / st[0].median : 1.0;
+  row["ratio_best_peer_over_loom"] = *ratio;
+  std::printf(" %7.2fx%s\n", *ratio, r.all_ok ? "" : "  WRONG RESULT");
+  std::printf("%12s", "cpu ms/call");
+  for (size_t k = 0; k < n; ++k) {
+    std::printf(" %*.2f", kCol, Summarize(r.cpu[k]).median * 1e3);
+  }
+  std::printf("\n");
+  for (size_t k = r.first_compressed; k < n; ++k) {
+    const nlohmann::json& arm = row["arms"][r.arms[k]->name()];
+    std::printf("%12s %s: %.3f MB/rank/call on the wire (%.3fx fp32), rel err %.2e", "",
+                r.arms[k]->name().c_str(), arm["wire_bytes_per_rank"].get<double>() / 1e6,
+                arm["wire_ratio"].get<double>(), arm["rel_l2_error"].get<double>());
+    if (arm.contains("speedup_vs_gloo_best")) {
+      std::printf(", %.2fx vs %s", arm["speedup_vs_gloo_best"].get<double>(),
+                  best_gloo_name.c_str());
+    }
+    std::printf("\n");
+  }
+  std::fflush(stdout);
+  return row;
+}
+
 int RunRank(const CollArgs& a) {
   auto ctx = ConnectRank("bench-collectives");
   auto fail = [](const Status& s) {
@@ -155,6 +367,8 @@ int RunRank(const CollArgs& a) {
   const bool leader = rank == 0;
   auto lo = ParseBytes(a.min_bytes), hi = ParseBytes(a.max_bytes);
   if (!lo.ok() || !hi.ok()) return fail(lo.ok() ? hi.status() : lo.status());
+  auto codecs = MakeCodecs(a.compress);
+  if (!codecs.ok()) return fail(codecs.status());
 
   std::vector<BenchOp> ops;
   std::stringstream ss(a.ops);
@@ -165,13 +379,26 @@ int RunRank(const CollArgs& a) {
     else return fail(InvalidArgumentError("unknown op '" + item + "' in --ops"));
   }
   const double memcpy_gbps = leader ? MemcpyGBps() : 0;
-  nlohmann::json config = {{"min_bytes", *lo}, {"max_bytes", *hi}, {"factor", a.factor},
-                           {"iters", a.iters}, {"warmup", a.warmup}, {"reps", a.reps},
-                           {"op", a.op}, {"dtype", a.dtype}, {"ranks", P},
-                           {"launcher", comm::LauncherName(ctx->world.launcher)},
-                           {"mpi", MpiEnabled() ? "OpenMPI, btl " + a.mpi_btl : "not in this run"},
-                           {"transport", "Gloo TCP over loopback for loom and Gloo"},
-                           {"memcpy_GBps_1core", memcpy_gbps}};
+  const char* host_addr = std::getenv("LOOM_HOST_ADDR");
+  nlohmann::json config = {
+      {"min_bytes", *lo}, {"max_bytes", *hi}, {"factor", a.factor},
+      {"iters", a.iters}, {"warmup", a.warmup}, {"reps", a.reps},
+      {"op", a.op}, {"dtype", a.dtype}, {"ranks", P},
+      {"launcher", comm::LauncherName(ctx->world.launcher)},
+      {"mpi", MpiEnabled() ? "OpenMPI, btl " + a.mpi_btl : "not in this run"},
+      {"transport", host_addr != nullptr && *host_addr != '\0'
+                        ? std::string("Gloo TCP for loom and Gloo, this host at ") + host_addr
+                        : std::string("Gloo TCP over loopback for loom and Gloo")},
+      {"compress", a.compress},
+      {"memcpy_GBps_1core", memcpy_gbps}};
+  if (!a.compress.empty()) {
+    config["compressed_arms"] =
+        "QuantizedCollectives; all-reduce with server error feedback (timed calls average so "
+        "values stay bounded), reduce-scatter as all-to-all; inputs N(0,1) from Philox stream "
+        "(seed, rank); rel_l2_error of one sum vs the fp64 sum; busbw = effective fp32 "
+        "bandwidth (fp32 bytes replaced / time); wire_bytes_per_rank of fp32 arms = the "
+        "bandwidth-optimal volume";
+  }
   if (leader) PrintBenchHeader("collectives", config);
 
   nlohmann::json results = nlohmann::json::array();
@@ -179,97 +406,23 @@ int RunRank(const CollArgs& a) {
   for (BenchOp op : ops) {
     if (leader) {
       std::printf("\n# %s, float sum, %d ranks: time in us (median of %d reps x %d iters), "
-                  "busbw in GB/s (algbw in the JSON); ratio = best peer time / loom time\n",
+                  "busbw in GB/s (algbw in the JSON); ratio = best fp32 peer time / loom time\n",
                   OpName(op), P, a.reps, a.iters);
     }
     bool header_printed = false;
     double worst_ratio_1m = 1e9;
     for (int64_t bytes = *lo; bytes <= *hi; bytes *= a.factor) {
-      size_t count = static_cast<size_t>(bytes / 4 / P * P);
-      if (count == 0) continue;
-      const size_t block = count / P;
-      std::vector<float> in(op == BenchOp::kAllGather ? block : count), out(count);
-      std::vector<std::unique_ptr<BenchArm>> arms;
-      arms.push_back(std::make_unique<LoomArm>(&c, op, in.data(), out.data(), count));
-      size_t n_loom_arms = 1;
-      std::stringstream segs(a.loom_segments);
-      for (std::string item; std::getline(segs, item, ',');) {
-        auto seg = ParseBytes(item);
-        if (!seg.ok()) return fail(seg.status());
-        arms.push_back(std::make_unique<LoomArm>(&c, op, in.data(), out.data(), count, *seg));
-        ++n_loom_arms;
-      }
-      for (auto& [label, algo] : GlooAlgorithmsFor(op)) {
-        float* gin = op == BenchOp::kAllReduce ? out.data() : in.data();
-        auto g = comm::GlooNativeCollective::Create(c, algo, gin, out.data(), count);
-        if (g.ok()) arms.push_back(std::make_unique<GlooArm>(label, std::move(*g)));
-      }
-      if (MpiEnabled()) {
-        auto m = MakeMpiArm(op, in.data(), out.data(), count);
-        if (m.ok()) arms.push_back(std::move(*m));
-      }
-      std::vector<std::vector<double>> times(arms.size());
-      bool all_ok = true;
-      for (size_t k = 0; k < arms.size(); ++k) {
-        FillInputs(op, rank, in, out);
-        Status s = arms[k]->Run();
-        if (!s.ok()) return fail(s.WithContext(arms[k]->name()));
-        if (a.check && !CheckResult(op, rank, P, out, count)) {
-          std::fprintf(stderr, "rank %d: %s %s gave a wrong result at %lld bytes\n", rank,
-                       arms[k]->name().c_str(), OpName(op), static_cast<long long>(bytes));
-          all_ok = false;
-        }
-      }
-      for (int rep = 0; rep < a.reps; ++rep) {
-        // Arms interleaved within each repetition, and the order rotated between repetitions so
-        // that no arm always runs first after the barrier.
-        for (size_t j = 0; j < arms.size(); ++j) {
-          const size_t k = (j + rep) % arms.size();
-          FillInputs(op, rank, in, out);
-          for (int w = 0; w < (rep == 0 ? a.warmup : 0); ++w) (void)arms[k]->Run();
-          if (Status s = c.Barrier(); !s.ok()) return fail(s);
-          Stopwatch sw;
-          for (int it = 0; it < a.iters; ++it) {
-            if (Status s = arms[k]->Run(); !s.ok()) return fail(s.WithContext(arms[k]->name()));
-          }
-          double t = sw.Seconds() / a.iters;
-          // The slowest rank defines the collective's time.
-          if (Status s = c.AllReduce(TensorView::Of(&t, 1), comm::ReduceOp::kMax); !s.ok()) {
-            return fail(s);
-          }
-          times[k].push_back(t);
-        }
-      }
+      SizeRun r;
+      r.op = op;
+      r.count = static_cast<size_t>(bytes / 4 / P * P);
+      if (r.count == 0) continue;
+      if (Status s = AddArms(a, c, *codecs, r); !s.ok()) return fail(s);
+      if (Status s = TimeArms(a, c, r); !s.ok()) return fail(s);
       if (!leader) continue;
-      const double bus_factor = op == BenchOp::kAllReduce ? 2.0 * (P - 1) / P : (P - 1.0) / P;
-      const double total_bytes = static_cast<double>(count) * 4;
-      if (!header_printed) {
-        std::printf("%12s", "bytes");
-        for (auto& arm : arms) std::printf(" %22s", arm->name().c_str());
-        std::printf(" %8s\n", "ratio");
-        header_printed = true;
-      }
-      std::printf("%12lld", static_cast<long long>(total_bytes));
-      nlohmann::json row = {{"op", OpName(op)}, {"bytes", total_bytes}, {"check_ok", all_ok}};
-      double loom_t = 0, best_peer = 1e30;
-      for (size_t k = 0; k < arms.size(); ++k) {
-        Stats st = Summarize(times[k]);
-        double busbw = total_bytes / st.median / 1e9 * bus_factor;
-        std::printf(" %12.1f %6.2f GB/s", st.median * 1e6, busbw);
-        row["arms"][arms[k]->name()] = {{"time_us_median", st.median * 1e6},
-                                        {"time_us_p10", st.p10 * 1e6},
-                                        {"time_us_p90", st.p90 * 1e6},
-                                        {"algbw_GBps", total_bytes / st.median / 1e9},
-                                        {"busbw_GBps", busbw}};
-        if (k == 0) loom_t = st.median;
-        else if (k >= n_loom_arms) best_peer = std::min(best_peer, st.median);
-      }
-      double ratio = arms.size() > 1 ? best_peer / loom_t : 1.0;
-      row["ratio_best_peer_over_loom"] = ratio;
-      if (total_bytes >= (1 << 20)) worst_ratio_1m = std::min(worst_ratio_1m, ratio);
-      std::printf(" %7.2fx%s\n", ratio, all_ok ? "" : "  WRONG RESULT");
-      std::fflush(stdout);
-      results.push_back(row);
+      double ratio = 1.0;
+      results.push_back(ReportSize(r, P, !header_printed, &ratio, summary));
+      header_printed = true;
+      if (r.count * 4 >= (1u << 20)) worst_ratio_1m = std::min(worst_ratio_1m, ratio);
     }
     if (leader && worst_ratio_1m < 1e9) {
       summary[std::string(OpName(op)) + "_min_ratio_at_1MiB_plus"] = worst_ratio_1m;
@@ -350,7 +503,16 @@ void RegisterBenchCollectives(CLI::App& bench, CliContext* ctx) {
   cmd->add_option("--json", a->json, "write results as JSON");
   cmd->add_option("--loom-segments", a->loom_segments,
                   "extra loom arms with these ring segment sizes, e.g. 64K,256K (tuning)");
+  cmd->add_option("--compress", a->compress,
+                  "compressed arms for allreduce/reduce_scatter, one per codec spec, e.g. "
+                  "int4:g128:hadamard,int8:g128");
   cmd->callback([a, ctx] {
+    if (auto codecs = MakeCodecs(a->compress); !codecs.ok()) {
+      std::fprintf(stderr, "loom bench collectives: --compress: %s\n",
+                   codecs.status().ToString().c_str());
+      ctx->exit_code = kExitUsage;
+      return;
+    }
     if (UnderLauncher()) {
       ctx->exit_code = RunRank(*a);
       return;
