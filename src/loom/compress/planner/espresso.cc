@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <string>
 
 namespace loom::compress::planner {
 namespace {
@@ -77,23 +78,41 @@ std::vector<TensorStrategy> Options(const CostModel& m, Placement p, bool with_n
 int LastCommGroupStart(const Timeline& t) {
   int start = 0;
   for (int i = 0; i < static_cast<int>(t.tensors.size()); ++i) {
-    if (t.tensors[i].comm_start_s <= t.tensors[i].encode_end_s) start = i;
+    if (t.tensors[i].link_start_s <= t.tensors[i].link_ready_s) start = i;
   }
   return start;
+}
+
+Status ValidatePlacements(std::span<const Placement> placements) {
+  if (placements.empty()) return InvalidArgumentError("placements: none allowed");
+  for (size_t i = 0; i < placements.size(); ++i) {
+    if (placements[i] > Placement::kLink) {
+      return InvalidArgumentError("placements: unknown placement " +
+                                  std::to_string(static_cast<int>(placements[i])));
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (placements[j] == placements[i]) {
+        return InvalidArgumentError(std::string("placements: \"") + PlacementName(placements[i]) +
+                                    "\" listed twice");
+      }
+    }
+  }
+  return OkStatus();
 }
 
 namespace {
 
 struct Search {
-  std::vector<TensorStrategy> on_compute, on_offload, all;
+  // Per allowed placement, in the options' order: every codec there (the first also "none").
+  std::vector<std::vector<TensorStrategy>> by_placement;
+  std::vector<TensorStrategy> all;  // "none", then every codec in every allowed placement
 };
 
 // (c), (d) and the refinement passes over `candidates`, from g's current plan.
 void Improve(Greedy& g, const std::vector<int>& candidates, const Search& s,
              const EspressoOptions& options) {
-  for (int i : candidates) g.TryOptions(i, s.on_compute);
-  if (options.allow_offload) {
-    for (int i : candidates) g.TryOptions(i, s.on_offload);
+  for (const std::vector<TensorStrategy>& in_placement : s.by_placement) {
+    for (int i : candidates) g.TryOptions(i, in_placement);
   }
   for (int pass = 0; pass < options.refine_passes; ++pass) {
     bool changed = false;
@@ -142,12 +161,12 @@ Result<PlanReport> EspressoPlan(const TimelineSimulator& sim, const EspressoOpti
   const CostModel& m = sim.model();
   const int none = m.Find("none");
   if (none < 0) return InvalidArgumentError("EspressoPlan: the cost model has no \"none\" codec");
+  LOOM_RETURN_IF_ERROR(ValidatePlacements(options.placements).WithContext("EspressoPlan"));
   Search search;
-  search.on_compute = Options(m, Placement::kCompute, true);
-  search.on_offload = Options(m, Placement::kOffload, false);
-  search.all = search.on_compute;
-  if (options.allow_offload) {
-    search.all.insert(search.all.end(), search.on_offload.begin(), search.on_offload.end());
+  for (Placement p : options.placements) {
+    search.by_placement.push_back(Options(m, p, /*with_none=*/search.by_placement.empty()));
+    search.all.insert(search.all.end(), search.by_placement.back().begin(),
+                      search.by_placement.back().end());
   }
   Greedy g(sim, none);
   PlanReport r;
@@ -172,7 +191,7 @@ Result<PlanReport> EspressoPlan(const TimelineSimulator& sim, const EspressoOpti
   const std::vector<int> exposed = g.Candidates(first);
   // (b) fp16 where it helps, then the hidden prefix under the current plan.
   if (const int fp16 = m.Find("fp16"); fp16 >= 0) {
-    for (int i : exposed) g.TryOptions(i, {{fp16, Placement::kCompute}});
+    for (int i : exposed) g.TryOptions(i, {{fp16, options.placements.front()}});
     if (options.keep_hidden_uncompressed) first = std::max(first, g.FirstExposed());
   }
   r.first_candidate = first;

@@ -8,29 +8,36 @@
 //
 // Algorithm (every step keeps a change only if the simulated iteration time drops, so the plan
 // is never slower than all-uncompressed; candidates in decreasing size, ties by tensor index, so
-// the result is deterministic):
+// the result is deterministic; every step only tries EspressoOptions::placements):
 //  (a) simulate all "none"; tensors before the last group of back-to-back communications (the
-//      last tensor whose communication started the moment it was ready) are hidden behind
-//      backward and stay uncompressed;
-//  (b) try "fp16" on the compute stream for each remaining tensor (if the cost model lists it),
-//      then recompute the hidden prefix under the current plan;
-//  (c) for each remaining tensor, try every codec on the compute stream and keep the best;
-//  (d) for each remaining tensor, try every codec on the offload worker and keep the best (this
-//      includes moving an already compressed tensor's encode/decode off the compute stream);
+//      last tensor that took the link the moment it could) are hidden behind backward and stay
+//      uncompressed;
+//  (b) try "fp16" in the first allowed placement for each remaining tensor (if the cost model
+//      lists it), then recompute the hidden prefix under the current plan;
+//  (c)+(d) for each allowed placement in order, for each remaining tensor, try every codec in
+//      that placement and keep the best (the first placement's pass also tries "none"). With the
+//      default {compute, offload} these are Espresso's steps: (c) every codec on the compute
+//      stream, (d) every codec on the offload worker (which includes moving an already compressed
+//      tensor's encode/decode off the compute stream);
 //  then repeat (c)+(d) over all options until nothing improves (at most refine_passes times).
-// Beyond Espresso (both measured on random instances against ExactPlan, see espresso_test.cc):
+// Beyond Espresso (both measured on random instances against ExactPlan, exact_plan_test.cc):
 //  * multi-start: the same local search also runs from all-"none" without step (b) (which can
 //    commit the largest tensor to fp16 too early) and from the best uniform plan (one codec and
-//    placement everywhere, every tensor a candidate); the best result wins, so
+//    allowed placement everywhere, every tensor a candidate); the best result wins, so
 //    plan_s <= min(uncompressed_s, best_single_s);
 //  * pair moves among the few largest candidates (one tensor gives up compression so another
 //    can take it: single-tensor moves cannot see that), alternated with the local search.
-// Cost: about 3 x (2 + 2 passes) x tensors x options simulations of O(tensors) each: ~15k runs,
-// 30-40 ms for 200 tensors and 5 codecs on this project's shared 2-core VM.
+// The trainer's GradReducer encodes, exchanges and decodes on its communication thread, so it
+// plans with placements = {Placement::kLink}: the plan then holds only link placements and "none"
+// (whose placement is ignored and written as kCompute).
+// Cost: about 3 starts x (placements + refine passes) x tensors x options simulations of
+// O(tensors) each: ~15k runs, 30-40 ms for 200 tensors, 5 codecs and the default placements on
+// this project's shared 2-core VM.
 // Thread-safety: reentrant (the simulator is read-only).
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "loom/base/status.h"
@@ -39,7 +46,10 @@
 namespace loom::compress::planner {
 
 struct EspressoOptions {
-  bool allow_offload = true;             // run step (d); default true
+  // Where encode/decode may run; every step tries only these, in this order (step (b) uses the
+  // first). Non-empty, no repeats. Default {compute, offload} (Espresso's GPU and CPU); the
+  // trainer passes {kLink}.
+  std::vector<Placement> placements = {Placement::kCompute, Placement::kOffload};
   bool keep_hidden_uncompressed = true;  // step (a); false: every tensor is a candidate
   int refine_passes = 2;                 // extra (c)+(d) rounds until no change; default 2
   bool multi_start = true;               // also run from all-"none" without (b) and from the best
@@ -58,10 +68,15 @@ struct PlanReport {
   int64_t simulations = 0;           // timeline runs spent
 };
 
+// kInvalidArgument for bad placements or a cost model without "none".
 Result<PlanReport> EspressoPlan(const TimelineSimulator& sim, const EspressoOptions& options = {});
 
+// An allowed-placement list is non-empty, lists each placement at most once and holds only
+// compute, offload and link (shared by EspressoPlan and ExactPlan).
+Status ValidatePlacements(std::span<const Placement> placements);
+
 // Index of the first tensor of the last back-to-back communication group of `t`: the largest i
-// whose communication started when it was ready (0 for an empty timeline).
+// that did not wait for the link (link_start_s <= link_ready_s; 0 for an empty timeline).
 int LastCommGroupStart(const Timeline& t);
 
 }  // namespace loom::compress::planner

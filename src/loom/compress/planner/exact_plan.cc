@@ -15,8 +15,7 @@ class Search {
     options_.push_back({none, Placement::kCompute});
     for (int c = 0; c < static_cast<int>(m.codecs.size()); ++c) {
       if (m.codecs[c].is_none()) continue;
-      options_.push_back({c, Placement::kCompute});
-      if (o.allow_offload) options_.push_back({c, Placement::kOffload});
+      for (Placement p : o.placements) options_.push_back({c, p});
     }
     const int n = sim.num_tensors();
     plan_.assign(n, TensorStrategy{none, Placement::kCompute});
@@ -61,20 +60,27 @@ class Search {
 
   // A lower bound on any completion of plan_[0, k) (tensors from k on are "none" in t): the
   // prefix's decodes and backward end can only move later; each later tensor j reaches the link
-  // no earlier than its ready time (plus its encode) and after tensor j-1 left it, so the chain
-  // L_j = min over options of max(L_{j-1}, ready_j + encode) + link bounds its link end.
+  // no earlier than its ready time (plus its encode, unless the link encodes it) and after tensor
+  // j-1 left it, so the chain L_j = min over options of its link end bounds when it leaves.
   double Bound(const Timeline& t, int k) const {
     double bound = t.backward_end_s;
     for (int i = 0; i < k; ++i) bound = std::max(bound, t.tensors[i].decode_end_s);
-    double link = t.tensors[k - 1].comm_end_s;
+    double link = t.tensors[k - 1].link_end_s;
     for (int j = k; j < sim_.num_tensors(); ++j) {
       double next = std::numeric_limits<double>::infinity();
       double done = next;
       for (const TensorStrategy& o : options_) {
-        const double end = std::max(link, t.tensors[j].ready_s + sim_.EncodeSeconds(j, o.codec)) +
-                           sim_.LinkSeconds(j, o.codec);
+        const double ready = t.tensors[j].ready_s, encode = sim_.EncodeSeconds(j, o.codec);
+        const double decode = sim_.DecodeSeconds(j, o.codec);
+        if (o.placement == Placement::kLink) {  // ("none" is always kCompute here)
+          const double end = std::max(link, ready) + encode + sim_.LinkSeconds(j, o.codec) + decode;
+          next = std::min(next, end);
+          done = std::min(done, end);
+          continue;
+        }
+        const double end = std::max(link, ready + encode) + sim_.LinkSeconds(j, o.codec);
         next = std::min(next, end);
-        done = std::min(done, end + sim_.DecodeSeconds(j, o.codec));
+        done = std::min(done, end + decode);
       }
       link = next;
       bound = std::max(bound, done);
@@ -99,6 +105,7 @@ Result<ExactResult> ExactPlan(const TimelineSimulator& sim, const ExactOptions& 
                                 " tensors; the exhaustive search is limited to " +
                                 std::to_string(options.max_tensors) + " (use EspressoPlan)");
   }
+  LOOM_RETURN_IF_ERROR(ValidatePlacements(options.placements).WithContext("ExactPlan"));
   const int none = sim.model().Find("none");
   if (none < 0) return InvalidArgumentError("ExactPlan: the cost model has no \"none\" codec");
   ExactResult r;
@@ -108,7 +115,7 @@ Result<ExactResult> ExactPlan(const TimelineSimulator& sim, const ExactOptions& 
   }
   Search s(sim, options, none);
   EspressoOptions greedy;
-  greedy.allow_offload = options.allow_offload;
+  greedy.placements = options.placements;
   LOOM_ASSIGN_OR_RETURN(PlanReport seed, EspressoPlan(sim, greedy));
   s.Offer(seed.plan);
   LOOM_RETURN_IF_ERROR(s.Visit(0));

@@ -32,15 +32,14 @@ Result<PlannedTensor> TensorFromJson(const json& j, const std::string& where) {
   if (!spec.ok()) return spec.status().WithContext(w + ": codec '" + codec + "'");
   t.codec = spec->ToString();
   LOOM_ASSIGN_OR_RETURN(std::string on, GetString(j, w, "encode_on"));
-  if (on == "compute") {
-    t.encode_on = Placement::kCompute;
-  } else if (on == "offload") {
-    t.encode_on = Placement::kOffload;
-  } else {
-    return InvalidArgumentError(w + ": \"encode_on\" must be \"compute\" or \"offload\", got \"" +
-                                on + "\"");
+  for (Placement p : {Placement::kCompute, Placement::kOffload, Placement::kLink}) {
+    if (on == PlacementName(p)) {
+      t.encode_on = p;
+      return t;
+    }
   }
-  return t;
+  return InvalidArgumentError(
+      w + ": \"encode_on\" must be \"compute\", \"offload\" or \"link\", got \"" + on + "\"");
 }
 
 }  // namespace

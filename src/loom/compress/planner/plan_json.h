@@ -13,8 +13,11 @@
 //   {"version": 1, "world_size": 4,
 //    "link": {"name": "dp", "alpha_s": 1.5e-4, "beta_s_per_byte": 8e-9},
 //    "tensors": [{"name": "h.11.mlp", "elements": 2359296, "codec": "int8:g128:stochastic",
-//                 "encode_on": "compute" | "offload"}, ...],          // backward order
+//                 "encode_on": "compute" | "offload" | "link"}, ...], // backward order
 //    "predicted_iteration_s": 0.081, "baseline_uncompressed_s": 0.142}
+// "encode_on" is where encode and decode run (Placement): the compute stream, the offload worker,
+// or the communication thread itself, serialized with the transfer ("link", what loom's
+// GradReducer does); "none" tensors are written "compute" and the field is ignored for them.
 // Codecs are written in CodecSpec's canonical form. Loading validates every field; errors name
 // the field and the tensor ("plan.json: tensors[3] 'h.2.mlp': codec 'int3': ...").
 // Thread-safety: value types; functions are reentrant.

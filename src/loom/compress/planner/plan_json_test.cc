@@ -40,13 +40,18 @@ TEST(PlanJson, RoundTrip) {
   CompressionPlan p = SamplePlan();
   p.tensors[1].encode_on = Placement::kOffload;
   p.tensors[1].codec = "int4:g128:stochastic:hadamard";
+  p.tensors[2].encode_on = Placement::kLink;
+  p.tensors[2].codec = "int8:g128:stochastic";
   const std::string text = CompressionPlanToJson(p);
+  EXPECT_NE(text.find(R"("encode_on": "link")"), std::string::npos) << text;
   Result<CompressionPlan> back = CompressionPlanFromJson(text, "plan.json");
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(back->world_size, p.world_size);
   EXPECT_EQ(back->link.name, p.link.name);
   EXPECT_EQ(back->link.alpha_s, p.link.alpha_s);
   EXPECT_EQ(back->tensors, p.tensors);
+  EXPECT_EQ(back->tensors[2].encode_on, Placement::kLink);
+  EXPECT_EQ(back->tensors[1].encode_on, Placement::kOffload);
   EXPECT_EQ(back->predicted_iteration_s, p.predicted_iteration_s);
   EXPECT_EQ(back->baseline_uncompressed_s, p.baseline_uncompressed_s);
   EXPECT_EQ(CompressionPlanToJson(*back), text);
@@ -57,6 +62,28 @@ TEST(PlanJson, RoundTrip) {
   ASSERT_TRUE(file.ok()) << file.status();
   EXPECT_EQ(file->tensors, p.tensors);
   EXPECT_EQ(LoadCompressionPlan(dir + "/missing.json").status().code(), StatusCode::kNotFound);
+}
+
+TEST(PlanJson, LinkOnlyPlanWritesLinkForCompressedTensors) {
+  BackwardProfile p{
+      {{"h.1.mlp", 4 << 20, 0.003}, {"h.1.bias", 1024, 0.003}, {"h.0.mlp", 4 << 20, 0.006}}, 0.007};
+  Result<TimelineSimulator> sim = TimelineSimulator::Create(p, testing::RealisticModel(8e-9));
+  ASSERT_TRUE(sim.ok()) << sim.status();
+  EspressoOptions o;
+  o.placements = {Placement::kLink};
+  Result<PlanReport> r = EspressoPlan(*sim, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  Result<CompressionPlan> plan = MakeCompressionPlan(*sim, r->plan, r->plan_s, r->uncompressed_s);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  for (const PlannedTensor& t : plan->tensors) {
+    EXPECT_EQ(t.encode_on, t.codec == "none" ? Placement::kCompute : Placement::kLink) << t.name;
+  }
+  EXPECT_NE(plan->tensors[0].codec, "none");
+  EXPECT_NE(plan->tensors[2].codec, "none");
+  Result<CompressionPlan> back = CompressionPlanFromJson(CompressionPlanToJson(*plan), "plan.json");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->tensors, plan->tensors);
+  EXPECT_STREQ(PlacementName(Placement::kLink), "link");
 }
 
 std::string Error(const std::string& text) {
@@ -83,8 +110,15 @@ TEST(PlanJson, MalformedPlansNameTheFieldAndTensor) {
       "tensors[1] 'b': codec 'int3'");
   has(Error(WithTensor(R"({"name": "b", "elements": 0, "codec": "int8", "encode_on": "compute"})")),
       "tensors[1] 'b': \"elements\" must be > 0");
+  ASSERT_TRUE(
+      CompressionPlanFromJson(
+          WithTensor(R"({"name": "b", "elements": 8, "codec": "int8", "encode_on": "link"})"),
+          "plan.json")
+          .ok());
   has(Error(WithTensor(R"({"name": "b", "elements": 8, "codec": "int8", "encode_on": "gpu"})")),
-      "tensors[1] 'b': \"encode_on\" must be");
+      "tensors[1] 'b': \"encode_on\" must be \"compute\", \"offload\" or \"link\", got \"gpu\"");
+  has(Error(WithTensor(R"({"name": "b", "elements": 8, "codec": "int8", "encode_on": "Link"})")),
+      "got \"Link\"");
   has(Error(WithTensor(R"({"name": "b", "elements": 8, "codec": "int8"})")),
       "tensors[1] 'b': missing field \"encode_on\"");
   has(Error(WithTensor(R"({"name": "a", "elements": 8, "codec": "int8", "encode_on": "compute"})")),

@@ -36,7 +36,17 @@ Status ValidateProfile(const BackwardProfile& p) {
 
 }  // namespace
 
-const char* PlacementName(Placement p) { return p == Placement::kCompute ? "compute" : "offload"; }
+const char* PlacementName(Placement p) {
+  switch (p) {
+    case Placement::kCompute:
+      return "compute";
+    case Placement::kOffload:
+      return "offload";
+    case Placement::kLink:
+      return "link";
+  }
+  return "?";
+}
 
 TimelineSimulator::TimelineSimulator(BackwardProfile profile, CostModel model)
     : profile_(std::move(profile)), model_(std::move(model)) {}
@@ -74,6 +84,11 @@ Result<Timeline> TimelineSimulator::Run(std::span<const TensorStrategy> plan) co
                                   " outside the cost model's " +
                                   std::to_string(model_.codecs.size()) + " codecs");
     }
+    if (plan[i].placement > Placement::kLink) {
+      return InvalidArgumentError(
+          "timeline: tensor '" + profile_.tensors[i].name + "' has placement " +
+          std::to_string(static_cast<int>(plan[i].placement)) + " (not compute, offload or link)");
+    }
   }
   Timeline t;
   Simulate(plan, &t);
@@ -96,22 +111,23 @@ void TimelineSimulator::Simulate(std::span<const TensorStrategy> plan, Timeline*
   encode_jobs.clear();
   decode_jobs.clear();
   size_t encode_head = 0, decode_head = 0;
-  auto offloaded = [&](int i) {
-    return !is_none_[plan[i].codec] && plan[i].placement == Placement::kOffload;
+  auto placed = [&](int i, Placement p) {
+    return !is_none_[plan[i].codec] && plan[i].placement == p;
   };
 
   // Compute stream: backward segments, with compute-placed encodes inserted after their tensor.
+  // Link-placed tensors go to the link as they are (it encodes them).
   double t = 0, prev_ready = 0;
   // encode_jobs: offloaded encodes in arrival (= tensor) order.
   for (int i = 0; i < n; ++i) {
     t += profile_.tensors[i].ready_s - prev_ready;
     prev_ready = profile_.tensors[i].ready_s;
     tt[i].ready_s = tt[i].encode_start_s = tt[i].encode_end_s = t;
-    if (offloaded(i)) {
+    if (placed(i, Placement::kOffload)) {
       encode_jobs.push_back(i);
       continue;
     }
-    if (!is_none_[plan[i].codec]) t += cost(i, plan[i].codec).encode_s;
+    if (placed(i, Placement::kCompute)) t += cost(i, plan[i].codec).encode_s;
     tt[i].encode_end_s = comm_ready[i] = t;
   }
   out->backward_end_s = t + (profile_.compute_end_s - prev_ready);
@@ -126,10 +142,22 @@ void TimelineSimulator::Simulate(std::span<const TensorStrategy> plan, Timeline*
   for (;;) {
     while (next_link < n && comm_ready[next_link] != kUnknown) {
       const int i = next_link++;
-      tt[i].comm_start_s = std::max(comm_ready[i], link_free);
-      tt[i].comm_end_s = link_free = tt[i].comm_start_s + cost(i, plan[i].codec).link_s;
-      tt[i].decode_start_s = tt[i].decode_end_s = tt[i].comm_end_s;
-      if (offloaded(i)) decode_jobs.push_back(i);
+      const Cost& c = cost(i, plan[i].codec);
+      TensorTimes& x = tt[i];
+      x.link_ready_s = comm_ready[i];
+      x.link_start_s = std::max(comm_ready[i], link_free);
+      if (placed(i, Placement::kLink)) {  // encode, transfer, decode back to back
+        x.encode_start_s = x.link_start_s;
+        x.encode_end_s = x.comm_start_s = x.encode_start_s + c.encode_s;
+        x.comm_end_s = x.decode_start_s = x.comm_start_s + c.link_s;
+        x.decode_end_s = x.decode_start_s + c.decode_s;
+        x.link_end_s = link_free = x.decode_end_s;
+        continue;
+      }
+      x.comm_start_s = x.link_start_s;
+      x.comm_end_s = x.link_end_s = link_free = x.comm_start_s + c.link_s;
+      x.decode_start_s = x.decode_end_s = x.comm_end_s;
+      if (placed(i, Placement::kOffload)) decode_jobs.push_back(i);
     }
     const bool have_enc = encode_head < encode_jobs.size();
     const bool have_dec = decode_head < decode_jobs.size();
@@ -152,7 +180,7 @@ void TimelineSimulator::Simulate(std::span<const TensorStrategy> plan, Timeline*
   double compute_free = out->backward_end_s;
   double end = out->backward_end_s;
   for (int i = 0; i < n; ++i) {
-    if (!is_none_[plan[i].codec] && !offloaded(i)) {
+    if (placed(i, Placement::kCompute)) {
       tt[i].decode_start_s = std::max(tt[i].comm_end_s, compute_free);
       tt[i].decode_end_s = compute_free = tt[i].decode_start_s + cost(i, plan[i].codec).decode_s;
     }

@@ -190,6 +190,69 @@ TEST(Timeline, ThreeTensorsMixedStrategies) {
   EXPECT_NEAR(t->iteration_s, 2.575, kEps);
 }
 
+TEST(Timeline, LinkPlacementSerializesEncodeTransferDecodeOnTheLink) {
+  // a: int8 on P = 2, link = 0.25 + decode-add(n/2) 0.025 + encode(n/2) 0.05 = 0.325 s, encode
+  // 0.1 s, final decode 0.05 s. b: fp16, encode 0.1 s, 2e6 x 2 bytes = 1 s, decode 0.2 s.
+  BackwardProfile p{{{"a", 1'000'000, 1.0}, {"b", 2'000'000, 1.3}}, 2.0};
+  TimelineSimulator sim = Sim(p, HandModel());
+  std::vector<TensorStrategy> plan = {{2, Placement::kLink}, {1, Placement::kLink}};
+  Result<Timeline> t = sim.Run(plan);
+  ASSERT_TRUE(t.ok()) << t.status();
+  const TensorTimes& a = t->tensors[0];
+  EXPECT_NEAR(a.ready_s, 1.0, kEps);
+  EXPECT_NEAR(a.link_start_s, 1.0, kEps);
+  EXPECT_NEAR(a.encode_start_s, 1.0, kEps);
+  EXPECT_NEAR(a.encode_end_s, 1.1, kEps);
+  EXPECT_NEAR(a.comm_start_s, 1.1, kEps);
+  EXPECT_NEAR(a.comm_end_s, 1.425, kEps);
+  EXPECT_NEAR(a.decode_start_s, 1.425, kEps);  // before backward ends: not on compute
+  EXPECT_NEAR(a.decode_end_s, 1.475, kEps);
+  EXPECT_NEAR(a.link_end_s, 1.475, kEps);
+  const TensorTimes& b = t->tensors[1];
+  EXPECT_NEAR(b.ready_s, 1.3, kEps);  // a's encode did not delay backward
+  EXPECT_NEAR(b.link_ready_s, 1.3, kEps);
+  EXPECT_NEAR(b.link_start_s, 1.475, kEps);  // waits for a's decode on the link thread
+  EXPECT_NEAR(b.encode_end_s, 1.575, kEps);
+  EXPECT_NEAR(b.comm_end_s, 2.575, kEps);
+  EXPECT_NEAR(b.decode_end_s, 2.775, kEps);
+  EXPECT_NEAR(b.link_end_s, 2.775, kEps);
+  EXPECT_NEAR(t->backward_end_s, 2.0, kEps);
+  EXPECT_NEAR(t->iteration_s, 2.775, kEps);
+  EXPECT_NEAR(sim.IterationSeconds(plan), 2.775, kEps);
+
+  // b uncompressed behind a on the link: 1 s per 10^6 fp32 elements.
+  plan[1] = {0, Placement::kLink};
+  t = sim.Run(plan);
+  ASSERT_TRUE(t.ok());
+  EXPECT_NEAR(t->tensors[1].comm_start_s, 1.475, kEps);
+  EXPECT_NEAR(t->tensors[1].decode_end_s, 3.475, kEps);
+  EXPECT_NEAR(t->iteration_s, 3.475, kEps);
+
+  // b offloaded: the worker is idle (a's encode ran on the link thread), so b encodes at once
+  // and then waits for the link.
+  plan[1] = {1, Placement::kOffload};
+  t = sim.Run(plan);
+  ASSERT_TRUE(t.ok());
+  EXPECT_NEAR(t->tensors[1].encode_start_s, 1.3, kEps);
+  EXPECT_NEAR(t->tensors[1].encode_end_s, 1.4, kEps);
+  EXPECT_NEAR(t->tensors[1].link_ready_s, 1.4, kEps);
+  EXPECT_NEAR(t->tensors[1].comm_start_s, 1.475, kEps);
+  EXPECT_NEAR(t->tensors[1].comm_end_s, 2.475, kEps);
+  EXPECT_NEAR(t->tensors[1].decode_end_s, 2.675, kEps);
+  EXPECT_NEAR(t->iteration_s, 2.675, kEps);
+
+  // The same codecs on the compute stream, for contrast: both encodes shift backward (b ready at
+  // 1.4, encoded at 1.5, backward ends at 2.2); a's decode waits for backward; b's transfer ends
+  // at 2.5, its decode at 2.7.
+  plan = {{2, Placement::kCompute}, {1, Placement::kCompute}};
+  t = sim.Run(plan);
+  ASSERT_TRUE(t.ok());
+  EXPECT_NEAR(t->tensors[0].decode_start_s, 2.2, kEps);
+  EXPECT_NEAR(t->tensors[1].comm_start_s, 1.5, kEps);
+  EXPECT_NEAR(t->tensors[1].decode_end_s, 2.7, kEps);
+  EXPECT_NEAR(t->iteration_s, 2.7, kEps);
+}
+
 TEST(Timeline, RejectsBadInputs) {
   CostModel m = HandModel();
   BackwardProfile unordered{{{"a", 10, 1.0}, {"b", 10, 0.5}}, 2.0};
@@ -205,6 +268,7 @@ TEST(Timeline, RejectsBadInputs) {
   TimelineSimulator sim = Sim(BackwardProfile{{{"a", 10, 1.0}}, 1.0}, HandModel());
   EXPECT_FALSE(sim.Run(std::vector<TensorStrategy>(2)).ok());
   EXPECT_FALSE(sim.Run(std::vector<TensorStrategy>{{7, Placement::kCompute}}).ok());
+  EXPECT_FALSE(sim.Run(std::vector<TensorStrategy>{{1, static_cast<Placement>(3)}}).ok());
 }
 
 }  // namespace
