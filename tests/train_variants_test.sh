@@ -30,4 +30,16 @@ expect_contains "$SCRATCH/compressed.txt" "compressed traffic (this rank): gradi
 run_case compressed_allreduce 2 dist.mode=allreduce compress.grad=int8:g64 compress.error_feedback=true
 run_case powersgd 2 dist.mode=allreduce compress.grad=powersgd:r4 compress.warmup_steps=2
 run_case topk_ef 2 compress.grad=topk:0.1 compress.error_feedback=true
+run_case planned 2 compress.plan=auto compress.warmup_steps=3 dist.bucket_mb=0.05
+expect_contains "$SCRATCH/planned.txt" "compress.plan=auto after step 3" "the planner ran"
+[ -f "$SCRATCH/planned/compress_plan.json" ] || fail "no compress_plan.json"
+run_case replanned 2 compress.plan="$SCRATCH/planned/compress_plan.json" dist.bucket_mb=0.05
+expect_contains "$SCRATCH/replanned.txt" "compress.plan: " "the plan file was applied"
+set +e
+"$LOOM" train --nproc 2 "${TINY[@]}" steps=2 data.source=file data.path="$corpus" \
+  run_dir="$SCRATCH/wrong" compress.plan="$SCRATCH/planned/compress_plan.json" > "$SCRATCH/wrong.txt" 2>&1
+rc=$?
+set -e
+[ "$rc" -ne 0 ] || fail "a plan made for other buckets was accepted"
+expect_contains "$SCRATCH/wrong.txt" "compression plan: has" "the bucket mismatch is named"
 echo PASS

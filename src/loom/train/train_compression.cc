@@ -42,11 +42,21 @@ Result<TrainCompression> TrainCompression::FromConfig(const CompressConfig& c) {
   if (tc.weight_spec.enabled()) {
     LOOM_ASSIGN_OR_RETURN(tc.weights, compress::MakeCodec(tc.weight_spec.codec));
   }
+  if (!c.plan.empty()) {
+    std::string list = c.plan_codecs + ",";
+    for (size_t at = 0, comma; (comma = list.find(',', at)) != std::string::npos; at = comma + 1) {
+      if (comma == at) continue;
+      LOOM_ASSIGN_OR_RETURN(compress::CodecSpec s,
+                            compress::ParseCodecSpec(list.substr(at, comma - at)));
+      if (s.kind == compress::CodecKind::kInt) tc.plan_group = std::lcm(tc.plan_group, int64_t{s.group});
+    }
+  }
   return tc;
 }
 
 int64_t TrainCompression::pad_elements() const {
-  return std::lcm(std::lcm(int64_t{16}, GroupOf(grad.get())), GroupOf(weights.get()));
+  return std::lcm(std::lcm(std::lcm(int64_t{16}, GroupOf(grad.get())), GroupOf(weights.get())),
+                  plan_group);
 }
 
 std::string TrainCompression::Describe() const {

@@ -27,6 +27,7 @@ struct TrainCompression {
   int powersgd_rank = 0;                     // compress.grad=powersgd:r<R>
   std::unique_ptr<compress::Codec> weights;  // nullptr: full-precision parameter all-gather
   compress::WeightSpec weight_spec;
+  int64_t plan_group = 1;  // lcm of the groups of compress.plan_codecs (when compress.plan is set)
 
   static Result<TrainCompression> FromConfig(const CompressConfig& c);
   bool enabled() const { return grad != nullptr || powersgd_rank > 0 || weights != nullptr; }

@@ -58,7 +58,8 @@ json TrainConfigToJson(const TrainConfig& c) {
         {"async", c.ckpt.async}, {"load", c.ckpt.load}}},
       {"compress",
        {{"grad", c.compress.grad}, {"weights", c.compress.weights},
-        {"warmup_steps", c.compress.warmup_steps}, {"error_feedback", c.compress.error_feedback}}},
+        {"warmup_steps", c.compress.warmup_steps}, {"error_feedback", c.compress.error_feedback},
+        {"plan", c.compress.plan}, {"plan_codecs", c.compress.plan_codecs}}},
       {"resume", c.resume},
   };
 }
@@ -131,6 +132,26 @@ Status Validate(const TrainConfig& c, int world) {
                              "compresses ZeRO's parameter all-gather: it needs dist.mode=zero1"));
   LOOM_RETURN_IF_ERROR(
       Check(c.compress.warmup_steps >= 0, "compress.warmup_steps", "must be >= 0"));
+  if (!c.compress.plan.empty()) {
+    LOOM_RETURN_IF_ERROR(Check(c.compress.grad == "none", "compress.plan",
+                               "chooses the gradient codecs itself: leave compress.grad=none"));
+    LOOM_RETURN_IF_ERROR(Check(c.compress.plan != "auto" || c.compress.warmup_steps >= 2,
+                               "compress.plan",
+                               "auto profiles the warm-up steps: set compress.warmup_steps >= 2"));
+    std::string codecs = c.compress.plan_codecs + ",";
+    for (size_t at = 0, comma; (comma = codecs.find(',', at)) != std::string::npos; at = comma + 1) {
+      if (comma == at) continue;
+      const std::string one = codecs.substr(at, comma - at);
+      Result<compress::CodecSpec> spec = compress::ParseCodecSpec(one);
+      if (!spec.ok()) {
+        return InvalidArgumentError("config key 'compress.plan_codecs': " +
+                                    std::string(spec.status().message()));
+      }
+      LOOM_RETURN_IF_ERROR(Check(spec->kind != compress::CodecKind::kPowerSgd,
+                                 "compress.plan_codecs", "the planner picks element codecs, not '" +
+                                 one + "'"));
+    }
+  }
   return OkStatus();
 }
 
@@ -178,6 +199,8 @@ Result<TrainConfig> ResolveTrainConfig(const json* file, const std::vector<std::
     c.compress.weights = j["compress"]["weights"];
     c.compress.warmup_steps = j["compress"]["warmup_steps"];
     c.compress.error_feedback = j["compress"]["error_feedback"];
+    c.compress.plan = j["compress"]["plan"];
+    c.compress.plan_codecs = j["compress"]["plan_codecs"];
     c.resume = j["resume"];
   } catch (const json::exception& e) {
     return InvalidArgumentError(std::string("config: ") + e.what());

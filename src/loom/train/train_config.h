@@ -53,11 +53,16 @@ struct CkptConfig {
 // int4:g128:hadamard; "none" keeps the full-precision collectives. `weights` (zero1 only): the
 // parameter all-gather, e.g. qwd4:g2048 (see compress/weight_spec.h). The first `warmup_steps`
 // steps run uncompressed. `error_feedback`: worker-side error feedback on the gradients.
+// `plan`: "" (off), "auto" (after the warm-up steps, measure codecs, link and the backward
+// profile, and let the ByteComp/Espresso planner choose a codec per bucket among `plan_codecs`;
+// the plan goes to <run_dir>/compress_plan.json) or a plan file; needs grad=none.
 struct CompressConfig {
   std::string grad = "none";
   std::string weights = "none";
   int64_t warmup_steps = 0;
   bool error_feedback = false;
+  std::string plan;
+  std::string plan_codecs = "fp16,int8:g128,int4:g128:hadamard";
 };
 
 struct TrainConfig {

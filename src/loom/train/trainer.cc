@@ -24,6 +24,7 @@
 #include "loom/train/lr_schedule.h"
 #include "loom/train/train_checkpointer.h"
 #include "loom/train/train_compression.h"
+#include "loom/train/compression_planning.h"
 #include "loom/train/mfu.h"
 #include "loom/train/progress.h"
 #include "loom/train/run_report.h"
@@ -311,6 +312,8 @@ Result<TrainSummary> RunTraining(const TrainConfig& cfg, comm::Communicator& com
                        .error_feedback = cfg.compress.error_feedback,
                        .powersgd_rank = compression.powersgd_rank});
   GradReadyHooks hooks(r.model->params(), [&reducer](int i) { reducer.OnParamReady(i); });
+  BucketPlanner bucket_planner(cfg, &comm, &layout, run_dir, r.leader ? &out : nullptr);
+  LOOM_RETURN_IF_ERROR(bucket_planner.Start(reducer));
 
   TrainSummary summary;
   summary.run_dir = run_dir;
@@ -338,6 +341,7 @@ Result<TrainSummary> RunTraining(const TrainConfig& cfg, comm::Communicator& com
     phase.Reset();
     LOOM_ASSIGN_OR_RETURN(auto res, opt.Step(lr, step + 1));  // also refreshes bf16 weights
     window_optim += phase.Seconds();
+    LOOM_RETURN_IF_ERROR(bucket_planner.AfterStep(step, reducer));
     state.step = step + 1;
     if (hook != nullptr) LOOM_RETURN_IF_ERROR(hook->AfterStep(state));
 
