@@ -1,11 +1,13 @@
 #include "loom/compress/collectives/quantized_collectives.h"
 
+#include <chrono>
 #include <cmath>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include "loom/base/philox.h"
+#include "loom/base/thread_pool.h"
 #include "loom/comm/inproc/inproc_transport.h"
 #include "loom/comm/testing/run_ranks.h"
 
@@ -154,7 +156,7 @@ TEST(QuantizedCollectives, AllReduceIsBitIdenticalAcrossRanksAndRejectsUnpaddedB
 
 // With nearest rounding the same input gives the same error every step: without error feedback
 // the running sum drifts linearly; with it the drift stays within one quantization step.
-double RunningSumDrift(bool error_feedback, bool server) {
+double RunningSumDrift(bool error_feedback, bool server, int64_t pipeline_bytes = 4 << 20) {
   const int P = 2;
   const int64_t n = 256;
   auto codec = Make("int2:g32:nearest");
@@ -164,7 +166,8 @@ double RunningSumDrift(bool error_feedback, bool server) {
     QuantizedCollectives qc(comms[rank].get(), codec.get(),
                             {.worker_error_feedback = error_feedback,
                              .server_error_feedback = error_feedback && server,
-                             .comm = {}});
+                             .comm = {},
+                             .pipeline_bytes = pipeline_bytes});
     std::vector<float> x = Gaussian(77 + rank, n);
     std::vector<double> sum(n, 0.0);
     const std::vector<float> x0 = Gaussian(77, n), x1 = Gaussian(78, n);
@@ -233,6 +236,271 @@ TEST(QuantizedCollectives, NonFiniteInputOnOneRankFailsEveryRankNamingTheSource)
     if (r != 2) {
       EXPECT_NE(st[r].message().find("rank 2"), std::string::npos) << st[r];
     }
+  }
+}
+
+// ---- Pipelining: calls cut into pieces (Options::pipeline_bytes) ----
+
+// The pipeline encodes each piece of a block against its slice of one residual.
+TEST(ErrorFeedbackInPieces, SentPlusResidualTelescopesAndAFailedEncodeKeepsTheResidual) {
+  auto c = Make("int2:g64");
+  const int64_t n = 777;
+  const std::vector<std::pair<int64_t, int64_t>> pieces = {{0, 256}, {256, 256}, {512, 265}};
+  ErrorFeedback ef(c.get(), n);
+  std::vector<double> inputs(n, 0), sent(n, 0);
+  std::vector<char> wire(c->MaxEncodedBytes(n));
+  std::vector<float> y(n), decoded(n);
+  for (int step = 0; step < 50; ++step) {
+    const std::vector<float> x = Gaussian(100 + step, n);
+    for (int64_t i = 0; i < n; ++i) inputs[i] += x[i];
+    for (const auto& [begin, len] : pieces) {
+      std::vector<float> xs(x.begin() + begin, x.begin() + begin + len);
+      // The last piece also asks for what the receivers decode, in place of its input.
+      float* dec = begin == 512 ? xs.data() : nullptr;
+      auto bytes = ef.EncodeRange(xs.data(), begin, len, wire.data(), {1, step, 0, begin}, dec);
+      ASSERT_TRUE(bytes.ok()) << bytes.status();
+      ASSERT_EQ(*bytes, c->MaxEncodedBytes(len));
+      ASSERT_TRUE(c->Decode(wire.data(), *bytes, len, y.data() + begin).ok());
+      if (dec != nullptr) {
+        for (int64_t i = 0; i < len; ++i) ASSERT_EQ(xs[i], y[begin + i]) << i;
+      }
+    }
+    for (int64_t i = 0; i < n; ++i) sent[i] += y[i];
+  }
+  double worst = 0, drop = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    worst = std::max(worst, std::fabs(sent[i] + ef.residual()[i] - inputs[i]));
+    drop = std::max(drop, std::fabs(sent[i] - inputs[i]));
+  }
+  EXPECT_LT(worst, 1e-3);  // fp32 rounding of 50 residual updates
+  EXPECT_GT(drop, 0.1);    // 2-bit compression alone loses a lot
+  // A NaN (e.g. an overflowed fp16 step that the trainer skips) must not poison the residual.
+  const std::vector<float> before = ef.residual();
+  std::vector<float> bad(256, 1.0f);
+  bad[44] = std::nanf("");
+  EXPECT_FALSE(ef.EncodeRange(bad.data(), 256, 256, wire.data(), {1, 50, 0, 0}).ok());
+  EXPECT_EQ(ef.residual(), before);
+}
+
+constexpr std::chrono::milliseconds kTestTimeout{20000};  // a broken pipeline fails, not hangs
+
+// The wire bytes of a call whose blocks of `count` are cut into pieces of `piece` elements.
+int64_t PiecedWire(const Codec& codec, int64_t count, int64_t piece) {
+  int64_t wire = 0;
+  for (int64_t b = 0; b < count; b += piece)
+    wire += codec.MaxEncodedBytes(std::min(piece, count - b));
+  return wire;
+}
+
+TEST(QuantizedCollectivesPipelined, ReduceScatterStaysWithinOneStepPerSourceForAnyPieceSize) {
+  const int64_t count = 1000;  // not a multiple of any piece size below, nor of the group
+  auto codec = Make("int8:g32");
+  // pipeline_bytes -> elements per piece: whole groups of 32, at least one.
+  const std::vector<std::pair<int64_t, int64_t>> sizes = {
+      {128 * 4, 128}, {100 * 4, 96}, {4, 32}, {999 * 4, 992}, {0, count}, {1 << 20, count}};
+  for (int P = 2; P <= 4; ++P) {
+    std::vector<std::vector<float>> inputs;
+    for (int r = 0; r < P; ++r) inputs.push_back(Gaussian(300 + r, P * count));
+    for (const auto& [bytes, piece] : sizes) {
+      SCOPED_TRACE("P=" + std::to_string(P) + " pipeline_bytes=" + std::to_string(bytes));
+      auto comms = comm::MakeInProcCommunicators(P);
+      std::vector<std::vector<float>> outs(P, std::vector<float>(count));
+      std::vector<CollectiveStats> stats(P);
+      comm::testing::RunRanks(P, [&](int rank) {
+        QuantizedCollectives qc(
+            comms[rank].get(), codec.get(),
+            {.seed = 5, .comm = {.timeout = kTestTimeout}, .pipeline_bytes = bytes});
+        Status s = qc.ReduceScatter(inputs[rank].data(), count, outs[rank].data(), ReduceOp::kSum,
+                                    {.step = 1, .chunk = 0, .what = "bucket 0"});
+        EXPECT_TRUE(s.ok()) << s;
+        stats[rank] = qc.stats();
+      });
+      for (int r = 0; r < P; ++r) {
+        EXPECT_EQ(stats[r].calls, 1);
+        EXPECT_EQ(stats[r].wire_bytes_sent, (P - 1) * PiecedWire(*codec, count, piece));
+        EXPECT_EQ(stats[r].fp32_bytes, (P - 1) * count * 4);
+        std::vector<double> bound = StochasticBound(inputs, r, count, 32, 127);
+        double err = 0;
+        for (int64_t i = 0; i < count; ++i) {
+          double exact = 0;
+          for (int j = 0; j < P; ++j) exact += inputs[j][r * count + i];
+          ASSERT_LE(std::fabs(outs[r][i] - exact), bound[i] * 1.0001 + 1e-5) << r << " " << i;
+          err += std::fabs(outs[r][i] - exact);
+        }
+        EXPECT_GT(err, 0.0);  // it was quantized
+      }
+    }
+  }
+}
+
+// Runs a kAvg AllReduce of Gaussian inputs on P in-process ranks; returns every rank's buffer.
+std::vector<std::vector<float>> AllReduceOnRanks(int P, int64_t n, const Codec* codec,
+                                                 QuantizedCollectives::Options options,
+                                                 int steps = 1) {
+  auto comms = comm::MakeInProcCommunicators(P);
+  std::vector<std::vector<float>> bufs(P);
+  comm::testing::RunRanks(P, [&](int rank) {
+    QuantizedCollectives qc(comms[rank].get(), codec, options);
+    for (int step = 0; step < steps; ++step) {
+      bufs[rank] = Gaussian(500 + rank, n);
+      Status s = qc.AllReduce(bufs[rank].data(), n, ReduceOp::kAvg,
+                              {.step = step, .chunk = 3, .what = "grads"});
+      ASSERT_TRUE(s.ok()) << s;
+    }
+  });
+  return bufs;
+}
+
+double RelativeErrorOfAverage(int P, const std::vector<float>& out) {
+  const int64_t n = static_cast<int64_t>(out.size());
+  std::vector<double> exact(n, 0.0);
+  for (int j = 0; j < P; ++j) {
+    std::vector<float> x = Gaussian(500 + j, n);
+    for (int64_t i = 0; i < n; ++i) exact[i] += static_cast<double>(x[i]) / P;
+  }
+  double err = 0, norm = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    err += std::pow(out[i] - exact[i], 2);
+    norm += exact[i] * exact[i];
+  }
+  return std::sqrt(err / norm);
+}
+
+TEST(QuantizedCollectivesPipelined, AllReduceIsBitIdenticalAcrossRanksWithTheUnpipelinedError) {
+  auto codec = Make("int4:g64:hadamard");
+  for (int P = 2; P <= 4; ++P) {
+    const int64_t n = PaddedCount(P * 5000, P, codec->spec());  // 5000+ per block
+    const QuantizedCollectives::Options base{.seed = 11, .comm = {.timeout = kTestTimeout}};
+    QuantizedCollectives::Options whole = base;
+    whole.pipeline_bytes = 0;
+    // Two steps: the second runs against the server-side residuals of the first.
+    const double whole_err =
+        RelativeErrorOfAverage(P, AllReduceOnRanks(P, n, codec.get(), whole, /*steps=*/2)[0]);
+    EXPECT_GT(whole_err, 0.0);
+    for (int64_t bytes : {int64_t{64 * 4}, int64_t{1000 * 4}, int64_t{4096 * 4}}) {
+      SCOPED_TRACE("P=" + std::to_string(P) + " pipeline_bytes=" + std::to_string(bytes));
+      QuantizedCollectives::Options opt = base;
+      opt.pipeline_bytes = bytes;
+      auto bufs = AllReduceOnRanks(P, n, codec.get(), opt, /*steps=*/2);
+      for (int r = 1; r < P; ++r) ASSERT_EQ(bufs[r], bufs[0]) << r;
+      const double err = RelativeErrorOfAverage(P, bufs[0]);
+      // Only the rounding draws differ from the unpipelined call: the same error, up to noise.
+      EXPECT_LT(err, 1.25 * whole_err);
+      EXPECT_GT(err, 0.8 * whole_err);
+    }
+  }
+}
+
+TEST(QuantizedCollectivesPipelined, ResultsDoNotDependOnTheExecutor) {
+  const int P = 3;
+  auto codec = Make("int8:g32");
+  const int64_t n = P * 32 * 37;
+  QuantizedCollectives::Options opt{.seed = 2,
+                                    .worker_error_feedback = true,
+                                    .comm = {.timeout = kTestTimeout},
+                                    .pipeline_bytes = 5 * 32 * 4};
+  const auto owned = AllReduceOnRanks(P, n, codec.get(), opt, /*steps=*/3);
+  InlineExecutor inline_executor;
+  opt.executor = &inline_executor;
+  EXPECT_EQ(AllReduceOnRanks(P, n, codec.get(), opt, 3), owned);
+  // Several threads shared by all ranks: pieces of one call run concurrently.
+  ThreadPool pool({.num_threads = 3, .name = "qc-test"});
+  pool.Start();
+  opt.executor = &pool;
+  EXPECT_EQ(AllReduceOnRanks(P, n, codec.get(), opt, 3), owned);
+  pool.Stop();
+}
+
+TEST(QuantizedCollectivesPipelined, ErrorFeedbackStillKeepsTheRunningSumFromDrifting) {
+  // 256 floats over 2 ranks: blocks of 128, pieces of one int2 group (32) each.
+  const double without = RunningSumDrift(false, false, 32 * 4);
+  const double with = RunningSumDrift(true, true, 32 * 4);
+  EXPECT_GT(without, 50.0);
+  EXPECT_LT(with, 8.0);
+}
+
+TEST(QuantizedCollectivesPipelined, MismatchedCodecsFailOnEveryRank) {
+  const int P = 2;
+  auto int8 = Make("int8:g32");
+  auto int4 = Make("int4:g32");
+  auto comms = comm::MakeInProcCommunicators(P);
+  std::vector<Status> st(P);
+  comm::testing::RunRanks(P, [&](int rank) {
+    QuantizedCollectives qc(comms[rank].get(), rank == 1 ? int4.get() : int8.get(),
+                            {.comm = {.timeout = kTestTimeout}, .pipeline_bytes = 32 * 4});
+    std::vector<float> x(P * 320, 1.0f);
+    st[rank] = qc.AllReduce(x.data(), P * 320, ReduceOp::kSum, {.what = "b"});
+  });
+  for (int r = 0; r < P; ++r) {
+    EXPECT_EQ(st[r].code(), StatusCode::kFailedPrecondition) << st[r];
+    EXPECT_NE(st[r].message().find("int4:g32"), std::string::npos) << st[r];
+    EXPECT_NE(st[r].message().find("int8:g32"), std::string::npos) << st[r];
+  }
+}
+
+// Every rank must fail and stay in step: afterwards an ordinary all-reduce still works.
+void ExpectEveryRankFailedAndInStep(const std::vector<Status>& st, int bad_rank,
+                                    const std::string& what) {
+  for (int r = 0; r < static_cast<int>(st.size()); ++r) {
+    ASSERT_FALSE(st[r].ok()) << r;
+    EXPECT_NE(st[r].message().find("non-finite"), std::string::npos) << st[r];
+    EXPECT_NE(st[r].message().find(what), std::string::npos) << st[r];
+    if (r != bad_rank) {
+      EXPECT_NE(st[r].message().find("rank " + std::to_string(bad_rank)), std::string::npos)
+          << st[r];
+    }
+  }
+}
+
+TEST(QuantizedCollectivesPipelined, NonFiniteInputInALaterPieceFailsEveryRank) {
+  const int P = 3;
+  const int64_t count = 1000;  // pieces of 96: the last one is [960, 1000)
+  auto codec = Make("int4:g32");
+  for (const bool all_reduce : {false, true}) {
+    SCOPED_TRACE(all_reduce ? "all-reduce" : "reduce-scatter");
+    auto comms = comm::MakeInProcCommunicators(P);
+    std::vector<Status> st(P);
+    comm::testing::RunRanks(P, [&](int rank) {
+      QuantizedCollectives qc(comms[rank].get(), codec.get(),
+                              {.comm = {.timeout = kTestTimeout}, .pipeline_bytes = 100 * 4});
+      std::vector<float> x(P * count, 0.5f), out(count);
+      if (rank == 2) x[970] = std::nanf("");  // block 0, last piece
+      st[rank] =
+          all_reduce
+              ? qc.AllReduce(x.data(), P * count, ReduceOp::kSum, {.what = "bucket 7"})
+              : qc.ReduceScatter(x.data(), count, out.data(), ReduceOp::kSum, {.what = "bucket 7"});
+      float one = 1;
+      EXPECT_TRUE(comms[rank]->AllReduce(TensorView::Of(&one, 1), ReduceOp::kSum).ok());
+      EXPECT_EQ(one, 3.0f);
+    });
+    ExpectEveryRankFailedAndInStep(st, 2, "bucket 7");
+    // The failing rank names the piece: the element is 10 of [960, 1000).
+    EXPECT_NE(st[2].message().find("elements [960, 1000) of block 0"), std::string::npos) << st[2];
+    EXPECT_NE(st[2].message().find("at element 10 "), std::string::npos) << st[2];
+  }
+}
+
+TEST(QuantizedCollectivesPipelined, AnOwnerWhoseSumOverflowsFailsEveryRank) {
+  // Both ranks send 3e38 in piece 2 of block 1: the owner (rank 1) sums to Inf and cannot
+  // re-encode it for the all-gather, so rank 0 must learn it from there.
+  const int P = 2;
+  const int64_t count = 640;
+  auto codec = Make("int8:g32");
+  for (const int64_t bytes : {int64_t{0}, int64_t{64 * 4}}) {
+    SCOPED_TRACE("pipeline_bytes=" + std::to_string(bytes));
+    auto comms = comm::MakeInProcCommunicators(P);
+    std::vector<Status> st(P);
+    comm::testing::RunRanks(P, [&](int rank) {
+      QuantizedCollectives qc(comms[rank].get(), codec.get(),
+                              {.comm = {.timeout = kTestTimeout}, .pipeline_bytes = bytes});
+      std::vector<float> x = Gaussian(9 + rank, P * count);
+      x[count + 2 * 64 + 5] = 3e38f;
+      st[rank] = qc.AllReduce(x.data(), P * count, ReduceOp::kSum, {.what = "bucket 4"});
+      float one = 1;
+      EXPECT_TRUE(comms[rank]->AllReduce(TensorView::Of(&one, 1), ReduceOp::kSum).ok());
+      EXPECT_EQ(one, 2.0f);
+    });
+    ExpectEveryRankFailedAndInStep(st, 1, "bucket 4");
   }
 }
 

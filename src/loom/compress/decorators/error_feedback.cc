@@ -1,16 +1,23 @@
 #include "loom/compress/decorators/error_feedback.h"
 
+#include "loom/base/check.h"
+
 namespace loom::compress {
 
-Result<int64_t> ErrorFeedback::Encode(const float* x, char* out, const StepContext& ctx) {
-  const int64_t n = static_cast<int64_t>(residual_.size());
-  for (int64_t i = 0; i < n; ++i) work_[i] = x[i] + residual_[i];
-  LOOM_ASSIGN_OR_RETURN(int64_t bytes, codec_->Encode(work_.data(), n, out, ctx));
-  // residual = (x + residual) - decode(encode(x + residual))
-  for (int64_t i = 0; i < n; ++i) residual_[i] = work_[i];
-  for (int64_t i = 0; i < n; ++i) work_[i] = 0.f;
-  LOOM_RETURN_IF_ERROR(codec_->DecodeAdd(out, bytes, n, work_.data()));
-  for (int64_t i = 0; i < n; ++i) residual_[i] -= work_[i];
+Result<int64_t> ErrorFeedback::EncodeRange(const float* x, int64_t begin, int64_t n, char* out,
+                                           const StepContext& ctx, float* decoded) {
+  LOOM_DCHECK(begin >= 0 && n >= 0 && begin + n <= static_cast<int64_t>(residual_.size()));
+  float* res = residual_.data() + begin;
+  float* work = work_.data() + begin;
+  // Four passes (sum, encode, decode, difference) instead of six (sum, encode, copy, zero,
+  // decode-add, subtract); the arithmetic, (x + r) - decode(encode(x + r)), is the same.
+  for (int64_t i = 0; i < n; ++i) work[i] = x[i] + res[i];
+  // A failure returns before the residual is touched, so a skipped step (e.g. an fp16 overflow)
+  // does not poison the next ones.
+  LOOM_ASSIGN_OR_RETURN(int64_t bytes, codec_->Encode(work, n, out, ctx));
+  float* y = decoded != nullptr ? decoded : res;
+  LOOM_RETURN_IF_ERROR(codec_->Decode(out, bytes, n, y));
+  for (int64_t i = 0; i < n; ++i) res[i] = work[i] - y[i];
   return bytes;
 }
 
