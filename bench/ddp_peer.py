@@ -102,6 +102,11 @@ def main():
     ap.add_argument("--data", required=True, help="corpus file (bytes)")
     ap.add_argument("--out", required=True, help="output directory (rank 0 writes metrics.jsonl)")
     ap.add_argument("--precision", choices=["fp32", "bf16"], default=None)
+    ap.add_argument("--comm-hook", default="none",
+                    help="none | fp16 (fp16_compress_hook) | powersgd:R (powerSGD_hook, rank R, "
+                         "error feedback and warm start, from --hook-start)")
+    ap.add_argument("--hook-start", type=int, default=2,
+                    help="first step PowerSGD compresses (its start_powerSGD_iter)")
     args = ap.parse_args()
 
     cfg = json.load(open(args.config))
@@ -129,6 +134,7 @@ def main():
     missing = model.load_state_dict(state, strict=True)
     del missing
     ddp = DDP(model)
+    register_comm_hook(ddp, args.comm_hook, args.hook_start)
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
     no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
     opt = torch.optim.AdamW(
@@ -175,6 +181,23 @@ def main():
             out.flush()
     dist.barrier()
     dist.destroy_process_group()
+
+
+def register_comm_hook(ddp, hook, start):
+    """PyTorch's own gradient compression for DDP, the peer of loom's compress.grad."""
+    from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+    from torch.distributed.algorithms.ddp_comm_hooks import powerSGD_hook
+    if hook == "none":
+        return
+    if hook == "fp16":
+        ddp.register_comm_hook(None, default_hooks.fp16_compress_hook)
+    elif hook.startswith("powersgd:"):
+        state = powerSGD_hook.PowerSGDState(
+            process_group=None, matrix_approximation_rank=int(hook.split(":")[1]),
+            start_powerSGD_iter=max(start, 1), use_error_feedback=True, warm_start=True)
+        ddp.register_comm_hook(state, powerSGD_hook.powerSGD_hook)
+    else:
+        raise SystemExit(f"--comm-hook {hook!r}: expected none, fp16 or powersgd:R")
 
 
 class _null:
