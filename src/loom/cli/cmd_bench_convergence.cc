@@ -61,6 +61,14 @@ const std::vector<Arm>& Catalogue() {
       {"int2_nearest", "gradients int2, nearest (biased)", {"compress.grad=int2:g128:nearest"}},
       {"int2_nearest_ef", "int2 nearest + error feedback",
        {"compress.grad=int2:g128:nearest", "compress.error_feedback=true"}},
+      {"sign", "gradients 1-bit sign, scale mean|x|", {"compress.grad=sign:g128"}},
+      {"sign_ef", "sign + error feedback",
+       {"compress.grad=sign:g128", "compress.error_feedback=true"}},
+      {"topk1", "gradients top-1%", {"compress.grad=topk:0.01"}},
+      {"topk1_ef", "top-1% + error feedback",
+       {"compress.grad=topk:0.01", "compress.error_feedback=true"}},
+      {"powersgd1", "PowerSGD rank 1", {"compress.grad=powersgd:r1"}},
+      {"powersgd4", "PowerSGD rank 4", {"compress.grad=powersgd:r4"}},
   };
   return arms;
 }
@@ -220,7 +228,10 @@ int Run(const ConvergenceArgs& a) {
   for (auto [key, worse, better] :
        {std::tuple{"qw_worse_than_qwd", "qw4", "qwd4"},
         std::tuple{"ulq_worse_than_tlq_hs", "ulq4", "tlq_hs4"},
-        std::tuple{"no_ef_worse_than_ef", "int2_nearest", "int2_nearest_ef"}}) {
+        std::tuple{"no_ef_worse_than_ef", "int2_nearest", "int2_nearest_ef"},
+        std::tuple{"sign_no_ef_worse_than_ef", "sign", "sign_ef"},
+        std::tuple{"topk_no_ef_worse_than_ef", "topk1", "topk1_ef"},
+        std::tuple{"powersgd_r1_worse_than_r4", "powersgd1", "powersgd4"}}) {
     if (!deltas.contains(worse) || !deltas.contains(better)) continue;
     const bool holds = deltas[worse].get<double>() > deltas[better].get<double>();
     summary[key] = holds;
@@ -229,10 +240,11 @@ int Run(const ConvergenceArgs& a) {
   }
 
   std::vector<train::ChartSeries> series;
-  const char* colors[] = {"#000000", "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728",
-                          "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#17becf"};
+  const char* colors[] = {"#000000", "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+                          "#8c564b", "#e377c2", "#7f7f7f", "#17becf", "#bcbd22", "#393b79",
+                          "#ad494a", "#637939", "#7b4173", "#e7ba52"};
   for (size_t i = 0; i < arms->size(); ++i) {
-    train::ChartSeries s{(*arms)[i]->name, colors[i % 10], {}, false};
+    train::ChartSeries s{(*arms)[i]->name, colors[i % 16], {}, false};
     for (auto [step, loss] : curve[(*arms)[i]->name]) s.points.push_back({double(step), loss});
     series.push_back(std::move(s));
   }
