@@ -192,15 +192,9 @@ Status BucketPlanner::AfterStep(int64_t step, GradReducer& reducer) {
   LOOM_ASSIGN_OR_RETURN(planner::BackwardProfile profile,
                         AgreeOnProfile(*comm_, *layout_, reducer.last_ready_seconds(),
                                        reducer.last_backward_end_seconds()));
-  std::vector<std::string> candidates;
-  for (size_t at = 0; at <= cfg_.compress.plan_codecs.size();) {
-    size_t comma = cfg_.compress.plan_codecs.find(',', at);
-    if (comma == std::string::npos) comma = cfg_.compress.plan_codecs.size();
-    if (comma > at) candidates.push_back(cfg_.compress.plan_codecs.substr(at, comma - at));
-    at = comma + 1;
-  }
   LOOM_ASSIGN_OR_RETURN(planner::CostModel model,
-                        MeasureCostModel(*comm_, candidates, cfg_.ResolvedDpMode() == DpMode::kZero1));
+                        MeasureCostModel(*comm_, cfg_.compress.PlanCodecList(),
+                                         cfg_.ResolvedDpMode() == DpMode::kZero1));
   LOOM_ASSIGN_OR_RETURN(planner::CompressionPlan plan, PlanAndBroadcast(*comm_, profile, model));
   if (log_ != nullptr) {
     LOOM_RETURN_IF_ERROR(planner::SaveCompressionPlan(run_dir_ + "/compress_plan.json", plan));

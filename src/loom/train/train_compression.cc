@@ -43,12 +43,11 @@ Result<TrainCompression> TrainCompression::FromConfig(const CompressConfig& c) {
     LOOM_ASSIGN_OR_RETURN(tc.weights, compress::MakeCodec(tc.weight_spec.codec));
   }
   if (!c.plan.empty()) {
-    std::string list = c.plan_codecs + ",";
-    for (size_t at = 0, comma; (comma = list.find(',', at)) != std::string::npos; at = comma + 1) {
-      if (comma == at) continue;
-      LOOM_ASSIGN_OR_RETURN(compress::CodecSpec s,
-                            compress::ParseCodecSpec(list.substr(at, comma - at)));
-      if (s.kind == compress::CodecKind::kInt) tc.plan_group = std::lcm(tc.plan_group, int64_t{s.group});
+    for (const std::string& one : c.PlanCodecList()) {
+      LOOM_ASSIGN_OR_RETURN(compress::CodecSpec s, compress::ParseCodecSpec(one));
+      if (s.kind == compress::CodecKind::kInt) {
+        tc.plan_group = std::lcm(tc.plan_group, int64_t{s.group});
+      }
     }
   }
   return tc;

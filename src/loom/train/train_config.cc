@@ -1,5 +1,7 @@
 #include "loom/train/train_config.h"
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "loom/base/json_util.h"
@@ -18,6 +20,16 @@ Precision TrainConfig::ResolvedPrecision() const {
   if (precision == "fp32") return Precision::kFp32;
   if (precision == "bf16") return Precision::kBf16;
   return CpuHasFastBf16() ? Precision::kBf16 : Precision::kFp32;
+}
+
+std::vector<std::string> CompressConfig::PlanCodecList() const {
+  std::vector<std::string> out;
+  for (size_t at = 0; at <= plan_codecs.size();) {
+    size_t comma = std::min(plan_codecs.find(',', at), plan_codecs.size());
+    if (comma > at) out.push_back(plan_codecs.substr(at, comma - at));
+    at = comma + 1;
+  }
+  return out;
 }
 
 DpMode TrainConfig::ResolvedDpMode() const {
@@ -138,10 +150,7 @@ Status Validate(const TrainConfig& c, int world) {
     LOOM_RETURN_IF_ERROR(Check(c.compress.plan != "auto" || c.compress.warmup_steps >= 2,
                                "compress.plan",
                                "auto profiles the warm-up steps: set compress.warmup_steps >= 2"));
-    std::string codecs = c.compress.plan_codecs + ",";
-    for (size_t at = 0, comma; (comma = codecs.find(',', at)) != std::string::npos; at = comma + 1) {
-      if (comma == at) continue;
-      const std::string one = codecs.substr(at, comma - at);
+    for (const std::string& one : c.compress.PlanCodecList()) {
       Result<compress::CodecSpec> spec = compress::ParseCodecSpec(one);
       if (!spec.ok()) {
         return InvalidArgumentError("config key 'compress.plan_codecs': " +

@@ -63,6 +63,8 @@ struct CompressConfig {
   bool error_feedback = false;
   std::string plan;
   std::string plan_codecs = "fp16,int8:g128,int4:g128:hadamard";
+
+  std::vector<std::string> PlanCodecList() const;  // plan_codecs split at commas
 };
 
 struct TrainConfig {
