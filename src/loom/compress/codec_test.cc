@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "loom/compress/testing/codec_testing.h"
+
 #include <cmath>
 #include <random>
 #include <vector>
@@ -12,13 +14,7 @@
 namespace loom::compress {
 namespace {
 
-std::unique_ptr<Codec> Make(const char* spec) {
-  auto s = ParseCodecSpec(spec);
-  EXPECT_TRUE(s.ok()) << s.status();
-  auto c = MakeCodec(*s);
-  EXPECT_TRUE(c.ok()) << c.status();
-  return std::move(*c);
-}
+std::unique_ptr<Codec> Make(const char* spec) { return testing::MakeTestCodec(spec); }
 
 std::vector<float> Gaussian(int64_t n, uint32_t seed, float sigma = 1.0f) {
   std::mt19937 rng(seed);

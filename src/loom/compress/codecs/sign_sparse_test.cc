@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include "loom/compress/testing/codec_testing.h"
+
 #include "loom/base/philox.h"
 #include "loom/compress/codec.h"
 #include "loom/compress/codecs/sparse_codecs.h"
@@ -12,13 +14,7 @@
 namespace loom::compress {
 namespace {
 
-std::unique_ptr<Codec> Make(const char* text) {
-  auto spec = ParseCodecSpec(text);
-  EXPECT_TRUE(spec.ok()) << spec.status();
-  auto codec = MakeCodec(*spec);
-  EXPECT_TRUE(codec.ok()) << codec.status();
-  return std::move(*codec);
-}
+std::unique_ptr<Codec> Make(const char* spec) { return testing::MakeTestCodec(spec); }
 
 std::vector<float> Gaussian(uint64_t seed, int64_t n) {
   PhiloxStream rng(seed, 1);

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include "loom/compress/testing/codec_testing.h"
+
 #include "loom/base/philox.h"
 #include "loom/base/thread_pool.h"
 #include "loom/comm/inproc/inproc_transport.h"
@@ -16,13 +18,7 @@ namespace {
 
 using comm::ReduceOp;
 
-std::unique_ptr<Codec> Make(const char* spec) {
-  auto parsed = ParseCodecSpec(spec);
-  EXPECT_TRUE(parsed.ok()) << parsed.status();
-  auto codec = MakeCodec(*parsed);
-  EXPECT_TRUE(codec.ok()) << codec.status();
-  return std::move(*codec);
-}
+std::unique_ptr<Codec> Make(const char* spec) { return testing::MakeTestCodec(spec); }
 
 std::vector<float> Gaussian(uint64_t seed, int64_t n, float scale = 1.0f) {
   PhiloxStream rng(seed, 7);
