@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "loom/base/file_util.h"
+#include "loom/train/text_dataset.h"
 
 namespace loom::cli {
 
@@ -105,6 +106,17 @@ Status RunArm(const std::string& name, comm::LaunchOptions o, const std::string&
     return InternalError(name + " failed: " + r->message + " (output in " + log + ")");
   }
   return OkStatus();
+}
+
+Result<TrainBenchDir> MakeTrainBenchDir(const std::string& name, const std::string& requested) {
+  TrainBenchDir out;
+  out.dir = requested.empty() ? "/tmp/loom-bench-" + name + "-" + std::to_string(::getpid())
+                              : requested;
+  LOOM_RETURN_IF_ERROR(MakeDirs(out.dir));
+  LOOM_ASSIGN_OR_RETURN(std::string corpus, train::LoadBibleText());
+  out.corpus_path = out.dir + "/corpus.txt";
+  LOOM_RETURN_IF_ERROR(WriteFileAtomic(out.corpus_path, corpus));
+  return out;
 }
 
 std::vector<std::string> Split(const std::string& s) {

@@ -34,6 +34,15 @@ Status WriteBenchJson(const std::string& path, const std::string& name,
 // names the arm, the failure and the log.
 Status RunArm(const std::string& name, comm::LaunchOptions o, const std::string& log);
 
+// The scratch directory of a benchmark that runs `loom train` (`requested`, or
+// /tmp/loom-bench-<name>-<pid>) with the King James corpus written to <dir>/corpus.txt, so every
+// arm (and a Python peer) reads the same bytes.
+struct TrainBenchDir {
+  std::string dir;
+  std::string corpus_path;
+};
+Result<TrainBenchDir> MakeTrainBenchDir(const std::string& name, const std::string& requested);
+
 // "a,b,,c" -> {"a", "b", "c"}.
 std::vector<std::string> Split(const std::string& s);
 

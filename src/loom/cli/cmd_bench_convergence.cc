@@ -6,7 +6,6 @@
 // difference, so the paired delta is far less noisy than comparing means; the fp32 seed-to-seed
 // spread is printed beside it as the scale of "noise". Runs are interleaved (seed-major) and
 // each arm's mean train-loss curve goes into an SVG chart.
-#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
@@ -20,7 +19,6 @@
 #include "loom/cli/run_metrics.h"
 #include "loom/comm/launcher.h"
 #include "loom/train/svg_chart.h"
-#include "loom/train/text_dataset.h"
 #include "loom/train/train_compression.h"
 #include "loom/train/train_config.h"
 
@@ -147,14 +145,10 @@ int Run(const ConvergenceArgs& a) {
       return fail(c.status().WithContext(std::string("arm ") + arm->name));
     }
   }
-  const std::string work = a.work_dir.empty()
-                               ? "/tmp/loom-bench-convergence-" + std::to_string(::getpid())
-                               : a.work_dir;
-  if (Status s = MakeDirs(work); !s.ok()) return fail(s);
-  auto corpus = train::LoadBibleText();
-  if (!corpus.ok()) return fail(corpus.status());
-  const std::string corpus_path = work + "/corpus.txt";
-  if (Status s = WriteFileAtomic(corpus_path, *corpus); !s.ok()) return fail(s);
+  auto bench_dir = MakeTrainBenchDir("convergence", a.work_dir);
+  if (!bench_dir.ok()) return fail(bench_dir.status());
+  const std::string& work = bench_dir->dir;
+  const std::string& corpus_path = bench_dir->corpus_path;
 
   nlohmann::json config = {{"arms", a.arms}, {"seeds", a.seeds}, {"steps", a.steps},
                            {"nproc", a.nproc}, {"overrides", base}, {"work_dir", work},

@@ -16,7 +16,6 @@
 #include "loom/comm/launcher.h"
 #include "loom/train/gemm_peak_torch.h"
 #include "loom/train/mfu.h"
-#include "loom/train/text_dataset.h"
 #include "loom/train/train_config.h"
 
 namespace loom::cli {
@@ -44,13 +43,10 @@ int Run(const BenchTrainArgs& a, const CliContext& ctx) {
   auto cfg = train::ResolveTrainConfig(nullptr, a.overrides, a.nproc);
   if (!cfg.ok()) return fail(cfg.status());
   if (!PathExists(a.peer)) return fail(NotFoundError("peer script " + a.peer + " (use --peer)"));
-  std::string work = a.work_dir.empty() ? "/tmp/loom-bench-train-" + std::to_string(::getpid())
-                                        : a.work_dir;
-  if (Status s = MakeDirs(work); !s.ok()) return fail(s);
-  auto corpus = train::LoadBibleText();
-  if (!corpus.ok()) return fail(corpus.status());
-  const std::string corpus_path = work + "/corpus.txt";
-  if (Status s = WriteFileAtomic(corpus_path, *corpus); !s.ok()) return fail(s);
+  auto bench_dir = MakeTrainBenchDir("train", a.work_dir);
+  if (!bench_dir.ok()) return fail(bench_dir.status());
+  const std::string& work = bench_dir->dir;
+  const std::string& corpus_path = bench_dir->corpus_path;
 
   nlohmann::json config = {{"steps", a.steps},     {"reps", a.reps},
                            {"precisions", a.precisions}, {"nproc", a.nproc},

@@ -16,12 +16,8 @@ namespace {
 using testing::RandomProfile;
 using testing::RealisticModel;
 using testing::Rng;
+using testing::Sim;
 
-TimelineSimulator Sim(const BackwardProfile& p, const CostModel& m) {
-  Result<TimelineSimulator> s = TimelineSimulator::Create(p, m);
-  EXPECT_TRUE(s.ok()) << s.status();
-  return std::move(*s);
-}
 
 PlanReport Plan(const TimelineSimulator& sim, const EspressoOptions& o = {}) {
   Result<PlanReport> r = EspressoPlan(sim, o);

@@ -16,12 +16,8 @@ namespace {
 using testing::RandomProfile;
 using testing::RealisticModel;
 using testing::Rng;
+using testing::Sim;
 
-TimelineSimulator Sim(const BackwardProfile& p, const CostModel& m) {
-  Result<TimelineSimulator> s = TimelineSimulator::Create(p, m);
-  EXPECT_TRUE(s.ok()) << s.status();
-  return std::move(*s);
-}
 
 // A random instance: 3-7 tensors, a link from 100 GB/s to 33 MB/s, 4 or 8 ranks, five codecs.
 TimelineSimulator RandomInstance(Rng& rng, int min_n, int max_n) {

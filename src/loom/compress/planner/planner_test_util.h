@@ -7,10 +7,19 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 #include "loom/compress/planner/cost_model.h"
 #include "loom/compress/planner/timeline.h"
 
 namespace loom::compress::planner::testing {
+
+// The simulator for a profile and model that must be valid (fails the test otherwise).
+inline TimelineSimulator Sim(const BackwardProfile& p, const CostModel& m) {
+  Result<TimelineSimulator> s = TimelineSimulator::Create(p, m);
+  EXPECT_TRUE(s.ok()) << s.status();
+  return std::move(*s);
+}
 
 // A deterministic generator independent of the standard library's distributions.
 class Rng {
