@@ -20,6 +20,12 @@ int main(int argc, char** argv) {
   loom::cli::RegisterBenchCkpt(*bench, &ctx);
   loom::cli::RegisterBenchCodecs(*bench, &ctx);
   loom::cli::RegisterBenchConvergence(*bench, &ctx);
+  CLI::App* monitor = app.add_subcommand("monitor", "metrics agent, faulty-machine detection, fault injection");
+  monitor->require_subcommand(1);
+  loom::cli::RegisterMonitorAgent(*monitor, &ctx);
+  loom::cli::RegisterMonitorFleet(*monitor, &ctx);
+  loom::cli::RegisterMonitorInject(*monitor, &ctx);
+  loom::cli::RegisterRobust(app, &ctx);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
