@@ -29,10 +29,11 @@ void RegisterBenchTrain(CLI::App& bench, CliContext* ctx);
 void RegisterBenchCkpt(CLI::App& bench, CliContext* ctx);
 void RegisterBenchCodecs(CLI::App& bench, CliContext* ctx);
 void RegisterBenchConvergence(CLI::App& bench, CliContext* ctx);
-// `loom monitor ...`: agent (cmd_monitor_agent.cc); simulate, detect, eval (cmd_monitor_fleet.cc);
-// inject (cmd_monitor_inject.cc).
+// `loom monitor ...`: agent (cmd_monitor_agent.cc); simulate (cmd_monitor_simulate.cc); detect,
+// eval (cmd_monitor_detect.cc); inject (cmd_monitor_inject.cc).
 void RegisterMonitorAgent(CLI::App& monitor, CliContext* ctx);
-void RegisterMonitorFleet(CLI::App& monitor, CliContext* ctx);
+void RegisterMonitorSimulate(CLI::App& monitor, CliContext* ctx);
+void RegisterMonitorDetect(CLI::App& monitor, CliContext* ctx);
 void RegisterMonitorInject(CLI::App& monitor, CliContext* ctx);
 // `loom robust [--observe-only] -- CMD ...` and its executor (cmd_robust.cc).
 void RegisterRobust(CLI::App& app, CliContext* ctx);

@@ -23,7 +23,8 @@ int main(int argc, char** argv) {
   CLI::App* monitor = app.add_subcommand("monitor", "metrics agent, faulty-machine detection, fault injection");
   monitor->require_subcommand(1);
   loom::cli::RegisterMonitorAgent(*monitor, &ctx);
-  loom::cli::RegisterMonitorFleet(*monitor, &ctx);
+  loom::cli::RegisterMonitorSimulate(*monitor, &ctx);
+  loom::cli::RegisterMonitorDetect(*monitor, &ctx);
   loom::cli::RegisterMonitorInject(*monitor, &ctx);
   loom::cli::RegisterRobust(app, &ctx);
   try {
