@@ -34,6 +34,8 @@ void RegisterBenchConvergence(CLI::App& bench, CliContext* ctx);
 void RegisterMonitorAgent(CLI::App& monitor, CliContext* ctx);
 void RegisterMonitorSimulate(CLI::App& monitor, CliContext* ctx);
 void RegisterMonitorDetect(CLI::App& monitor, CliContext* ctx);
+// `loom monitor denoiser train|check` (cmd_monitor_denoiser.cc): Minder's LSTM-VAE denoisers.
+void RegisterMonitorDenoiser(CLI::App& monitor, CliContext* ctx);
 void RegisterMonitorInject(CLI::App& monitor, CliContext* ctx);
 // `loom robust [--observe-only] -- CMD ...` and its executor (cmd_robust.cc).
 void RegisterRobust(CLI::App& app, CliContext* ctx);
