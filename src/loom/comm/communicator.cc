@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "loom/base/check.h"
+#include "loom/base/clock.h"
 #include "loom/base/env_params.h"
 
 namespace loom::comm {
@@ -129,8 +130,19 @@ char* Communicator::Scratch(size_t bytes) {
 }
 
 template <typename Body>
-Status Communicator::Run(const char* op, const std::string& what, const CommOptions& opts,
-                         Body body) {
+Status Communicator::Run(const char* op, int64_t bytes, const std::string& what,
+                         const CommOptions& opts, Body body) {
+  const int64_t seq = next_seq_++;
+  if (observer_ == nullptr) return RunUnobserved(op, what, opts, body);
+  Stopwatch watch;
+  Status s = RunUnobserved(op, what, opts, body);
+  observer_->OnCollective(op, bytes, seq, watch.Seconds(), s.ok());
+  return s;
+}
+
+template <typename Body>
+Status Communicator::RunUnobserved(const char* op, const std::string& what,
+                                   const CommOptions& opts, Body body) {
   if (!broken_.ok()) {
     return FailedPreconditionError(std::string(op) + " on rank " + std::to_string(rank_) +
                                    ": communicator is broken by an earlier error: " +
@@ -164,7 +176,8 @@ Status Communicator::Run(const char* op, const std::string& what, const CommOpti
 // Point to point, broadcast, barrier
 
 Status Communicator::Send(const TensorView& data, int dst, const CommOptions& opts) {
-  return Run("send", data.DebugString() + " to rank " + std::to_string(dst), opts,
+  return Run("send", data.nbytes(), data.DebugString() + " to rank " + std::to_string(dst),
+             opts,
              [&](Call& c) -> Status {
                LOOM_RETURN_IF_ERROR(CheckContiguous(data, "send buffer"));
                if (dst < 0 || dst >= size_ || dst == rank_) {
@@ -177,7 +190,8 @@ Status Communicator::Send(const TensorView& data, int dst, const CommOptions& op
 }
 
 Status Communicator::Recv(const TensorView& data, int src, const CommOptions& opts) {
-  return Run("recv", data.DebugString() + " from rank " + std::to_string(src), opts,
+  return Run("recv", data.nbytes(), data.DebugString() + " from rank " + std::to_string(src),
+             opts,
              [&](Call& c) -> Status {
                LOOM_RETURN_IF_ERROR(CheckContiguous(data, "recv buffer"));
                if (src < 0 || src >= size_ || src == rank_) {
@@ -190,7 +204,8 @@ Status Communicator::Recv(const TensorView& data, int src, const CommOptions& op
 }
 
 Status Communicator::Broadcast(const TensorView& data, int root, const CommOptions& opts) {
-  return Run("broadcast", data.DebugString() + " from rank " + std::to_string(root), opts,
+  return Run("broadcast", data.nbytes(),
+             data.DebugString() + " from rank " + std::to_string(root), opts,
              [&](Call& c) -> Status {
                LOOM_RETURN_IF_ERROR(CheckContiguous(data, "broadcast buffer"));
                if (root < 0 || root >= size_) {
@@ -224,7 +239,7 @@ Status Communicator::Broadcast(const TensorView& data, int root, const CommOptio
 }
 
 Status Communicator::Barrier(const CommOptions& opts) {
-  return Run("barrier", "", opts, [&](Call& c) -> Status {
+  return Run("barrier", 0, "", opts, [&](Call& c) -> Status {
     // Dissemination barrier: ceil(log2 P) rounds of one-byte tokens.
     char out = 1;
     char in = 0;
@@ -244,7 +259,7 @@ Status Communicator::Barrier(const CommOptions& opts) {
 
 Status Communicator::AllReduce(const TensorView& data, ReduceOp op, const CommOptions& opts) {
   std::string what = data.DebugString() + ", " + std::string(ReduceOpName(op));
-  return Run("allreduce", what, opts, [&](Call& c) -> Status {
+  return Run("allreduce", data.nbytes(), what, opts, [&](Call& c) -> Status {
     LOOM_RETURN_IF_ERROR(CheckContiguous(data, "allreduce buffer"));
     if (data.dtype() == DType::kI4 && data.numel() % 2) {
       return InvalidArgumentError("I4 allreduce needs an even element count");
@@ -359,7 +374,7 @@ Status Communicator::ReduceScatter(const TensorView& in, const TensorView& out, 
                                    const CommOptions& opts) {
   std::string what = in.DebugString() + " -> " + out.DebugString() + ", " +
                      std::string(ReduceOpName(op));
-  return Run("reduce_scatter", what, opts, [&](Call& c) -> Status {
+  return Run("reduce_scatter", in.nbytes(), what, opts, [&](Call& c) -> Status {
     LOOM_RETURN_IF_ERROR(CheckContiguous(in, "reduce_scatter input"));
     LOOM_RETURN_IF_ERROR(CheckContiguous(out, "reduce_scatter output"));
     const int64_t m = out.numel();
@@ -444,7 +459,7 @@ Status Communicator::AllGather(const TensorView& in, const TensorView& out,
                                const CommOptions& opts) {
   std::vector<int64_t> counts(size_, in.numel());
   if (out.numel() != in.numel() * size_) {
-    return Run("allgather", in.DebugString() + " -> " + out.DebugString(), opts,
+    return Run("allgather", out.nbytes(), in.DebugString() + " -> " + out.DebugString(), opts,
                [&](Call&) -> Status {
                  return InvalidArgumentError("output has " + std::to_string(out.numel()) +
                                              " elements, expected world size x input " +
@@ -456,7 +471,7 @@ Status Communicator::AllGather(const TensorView& in, const TensorView& out,
 
 Status Communicator::AllGatherV(const TensorView& in, const TensorView& out,
                                 std::span<const int64_t> counts, const CommOptions& opts) {
-  return Run("allgather", in.DebugString() + " -> " + out.DebugString(), opts,
+  return Run("allgather", out.nbytes(), in.DebugString() + " -> " + out.DebugString(), opts,
              [&](Call& c) -> Status {
                LOOM_RETURN_IF_ERROR(CheckContiguous(in, "allgather input"));
                LOOM_RETURN_IF_ERROR(CheckContiguous(out, "allgather output"));
@@ -532,7 +547,7 @@ Status Communicator::RingAllGatherV(Call& c, char* out, DType dtype,
 Status Communicator::AllToAll(const TensorView& in, const TensorView& out,
                               const CommOptions& opts) {
   if (in.numel() % size_ != 0 || out.numel() != in.numel()) {
-    return Run("alltoall", in.DebugString() + " -> " + out.DebugString(), opts,
+    return Run("alltoall", in.nbytes(), in.DebugString() + " -> " + out.DebugString(), opts,
                [&](Call&) -> Status {
                  return InvalidArgumentError(
                      "input and output must have the same size, divisible by world size " +
@@ -547,7 +562,8 @@ Status Communicator::AllToAllV(const TensorView& in, std::span<const int64_t> in
                                const TensorView& out, std::span<const int64_t> out_counts,
                                const CommOptions& opts) {
   return Run(
-      "alltoall", in.DebugString() + " -> " + out.DebugString(), opts, [&](Call& c) -> Status {
+      "alltoall", in.nbytes(), in.DebugString() + " -> " + out.DebugString(), opts,
+      [&](Call& c) -> Status {
         LOOM_RETURN_IF_ERROR(CheckContiguous(in, "alltoall input"));
         LOOM_RETURN_IF_ERROR(CheckContiguous(out, "alltoall output"));
         if (in.dtype() != out.dtype()) return InvalidArgumentError("input and output dtypes differ");

@@ -52,6 +52,20 @@ struct CommunicatorOptions {
   int64_t direct_max_bytes = 32 << 10;           // kAuto uses the direct algorithm up to this
 };
 
+// Told about every operation a Communicator finishes (successfully or not), e.g. so the trainer
+// can report collectives to the metrics agent. Called on the thread that issued the operation,
+// after it returned; must be cheap and must not call back into the communicator.
+struct CollectiveObserver {
+  virtual ~CollectiveObserver() = default;
+  // op: "allreduce", "broadcast", "reduce_scatter", "allgather", "alltoall", "barrier", "send",
+  // "recv". bytes: the operation's size on this rank (the buffer for allreduce, broadcast, send,
+  // recv; the input for reduce_scatter and alltoall; the output for allgather; 0 for barrier).
+  // seq: this communicator's operation counter (0, 1, 2, ...), equal on all ranks for the same
+  // operation because all ranks issue operations in the same order. seconds: time in the call.
+  virtual void OnCollective(const char* op, int64_t bytes, int64_t seq, double seconds,
+                            bool ok) = 0;
+};
+
 class Communicator {
  public:
   Communicator(std::unique_ptr<Transport> transport, CommunicatorOptions options = {});
@@ -85,11 +99,21 @@ class Communicator {
                    std::span<const int64_t> out_counts, const CommOptions& opts = {});
   Status Barrier(const CommOptions& opts = {});
 
+  // Reports every later operation to `observer` (not owned; nullptr removes it). With no observer
+  // the only cost is a counter increment.
+  void SetObserver(CollectiveObserver* observer) { observer_ = observer; }
+  // Operations issued so far (the next operation's sequence number).
+  int64_t next_seq() const { return next_seq_; }
+
  private:
   struct Call;  // per-operation context (deadline, slots, error wrapping)
 
   template <typename Body>
-  Status Run(const char* op, const std::string& what, const CommOptions& opts, Body body);
+  Status Run(const char* op, int64_t bytes, const std::string& what, const CommOptions& opts,
+             Body body);
+  template <typename Body>
+  Status RunUnobserved(const char* op, const std::string& what, const CommOptions& opts,
+                       Body body);
 
   Status RingAllReduce(Call& call, char* buf, DType dtype, int64_t n, ReduceOp op);
   Status DirectAllReduce(Call& call, char* buf, DType dtype, int64_t n, ReduceOp op);
@@ -104,6 +128,8 @@ class Communicator {
   int size_;
   Status broken_;
   std::vector<char> scratch_;
+  CollectiveObserver* observer_ = nullptr;
+  int64_t next_seq_ = 0;
 };
 
 }  // namespace loom::comm

@@ -3,6 +3,7 @@
 #include <ATen/Parallel.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <ostream>
@@ -12,6 +13,7 @@
 
 #include "loom/base/clock.h"
 #include "loom/base/logging.h"
+#include "loom/monitor/app/app_reporter.h"
 #include "loom/nn/byte_tokenizer.h"
 #include "loom/nn/gpt.h"
 #include "loom/nn/gpt_generate.h"
@@ -41,6 +43,25 @@ std::string DefaultRunDir() {
   std::strftime(buf, sizeof(buf), "runs/train-%Y%m%d-%H%M%S", &tm);
   return buf;
 }
+
+// While alive, reports every successful operation of `comm` to the local metrics agent.
+class CollectiveReporter : public comm::CollectiveObserver {
+ public:
+  CollectiveReporter(comm::Communicator& comm, monitor::AppReporter* app)
+      : comm_(comm), app_(app) {
+    if (app_ != nullptr) comm_.SetObserver(this);
+  }
+  ~CollectiveReporter() override {
+    if (app_ != nullptr) comm_.SetObserver(nullptr);
+  }
+  void OnCollective(const char* op, int64_t bytes, int64_t seq, double seconds, bool ok) override {
+    if (ok) app_->Collective(op, bytes, seq, seconds);
+  }
+
+ private:
+  comm::Communicator& comm_;
+  monitor::AppReporter* app_;
+};
 
 // Rank 0's choice of run directory, so every rank agrees (a timestamped default could differ).
 Result<std::string> AgreeOnRunDir(const TrainConfig& cfg, comm::Communicator& comm) {
@@ -222,6 +243,12 @@ Result<TrainSummary> RunTraining(const TrainConfig& cfg, comm::Communicator& com
                                  const comm::WorldInfo& world, CheckpointHook* hook,
                                  std::ostream& out) {
   Run r(cfg, comm, world, out);
+  // Application metrics for `loom monitor agent` when LOOM_MONITOR_SOCKET is set; never blocks.
+  std::unique_ptr<monitor::AppReporter> app = monitor::AppReporter::FromEnv(comm.rank());
+  CollectiveReporter collective_reporter(comm, app.get());
+  auto report_phase = [&app](const char* name) {
+    if (app) app->Phase(name);
+  };
   r.accum = cfg.AccumulationSteps(comm.size());
   r.seq_len = cfg.model.context_length;
   r.dtype = cfg.ResolvedPrecision() == Precision::kBf16 ? at::kBFloat16 : at::kFloat;
@@ -276,6 +303,7 @@ Result<TrainSummary> RunTraining(const TrainConfig& cfg, comm::Communicator& com
   TrainState state{0, master, n_flat, &layout, &opt, &cfg};
   int64_t start_step = 0;
   if (hook != nullptr) {
+    report_phase("ckpt_load");
     LOOM_ASSIGN_OR_RETURN(start_step, hook->Restore(state));
     opt.ReloadMaster();
   }
@@ -324,6 +352,7 @@ Result<TrainSummary> RunTraining(const TrainConfig& cfg, comm::Communicator& com
   double window_loss = 0, window_exposed = 0, window_fwd_bwd = 0, window_optim = 0;
   int64_t window_steps = 0;
   Stopwatch total, window;
+  report_phase("train");
   for (int64_t step = start_step; step < cfg.steps; ++step) {
     Stopwatch step_timer;
     const double lr = LearningRate(step, cfg.steps, cfg.optim.warmup_steps, cfg.optim.lr,
@@ -343,9 +372,14 @@ Result<TrainSummary> RunTraining(const TrainConfig& cfg, comm::Communicator& com
     window_optim += phase.Seconds();
     LOOM_RETURN_IF_ERROR(bucket_planner.AfterStep(step, reducer));
     state.step = step + 1;
+    const bool ckpt_due = hook != nullptr && cfg.ckpt.every > 0 &&
+                          (state.step % cfg.ckpt.every == 0 || state.step == cfg.steps);
+    if (ckpt_due) report_phase("ckpt_save");
     if (hook != nullptr) LOOM_RETURN_IF_ERROR(hook->AfterStep(state));
+    if (ckpt_due) report_phase("train");
 
     const double secs = step_timer.Seconds();
+    if (app) app->Step(step + 1, secs, NAN);  // steps done; data wait is not measured separately
     if (step - start_step >= 3) step_tps.push_back(tokens_per_step / secs);
     window_loss += step_loss;
     window_exposed += reducer.last_exposed_seconds();
@@ -369,7 +403,9 @@ Result<TrainSummary> RunTraining(const TrainConfig& cfg, comm::Communicator& com
     row.fwd_bwd_s = window_fwd_bwd / window_steps;
     row.optim_s = window_optim / window_steps;
     if (do_eval) {
+      report_phase("eval");
       LOOM_ASSIGN_OR_RETURN(row.eval_loss, Evaluate(r));
+      report_phase("train");
     }
     row.elapsed_s = total.Seconds();
     if (summary.steps == 0) summary.first_loss = row.loss;
