@@ -161,10 +161,7 @@ std::optional<Incident> Policy::Evaluate(double now_s) {
     }
   }
   if (!inc) inc = CheckNoProgress(now_s);
-  if (inc) {
-    reported_ = true;
-    notes_.push_back("INCIDENT " + std::string(TriggerName(inc->kind)) + ": " + inc->evidence);
-  }
+  if (inc) reported_ = true;
   return inc;
 }
 

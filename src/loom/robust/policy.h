@@ -9,7 +9,7 @@
 //   p.StartAttempt({"m0", "m1"}, now);
 //   p.OnHeartbeat(hb, now);
 //   if (auto inc = p.Evaluate(now)) driver.Handle(*inc);
-//   for (auto& note : p.TakeNotes()) log(note);   // SUSPECT / cleared transitions
+//   for (auto& note : p.TakeNotes()) log(note);   // SUSPECT / CLEARED transitions
 //
 // Triggers: a rank exits non-zero (immediate); a rank is stopped (state T) for `confirm_s`;
 // heartbeats missing for `missed_heartbeat_s`; no job progress for max(floor, k x p99 step

@@ -1,0 +1,195 @@
+// Tests of the robust driver's parts: command rewriting, blocklist, line channel, self-check
+// verdicts, stack dumps of a stopped process, and restore-point selection with a corrupt step.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "loom/ckpt/checkpointer.h"
+#include "loom/ckpt/storage.h"
+#include "loom/ckpt/testing/test_util.h"
+#include "loom/robust/blocklist.h"
+#include "loom/robust/line_channel.h"
+#include "loom/robust/restore_point.h"
+#include "loom/robust/self_check.h"
+#include "loom/robust/stack_dump.h"
+#include "loom/robust/train_command.h"
+
+namespace loom::robust {
+namespace {
+
+namespace fs = std::filesystem;
+using ckpt::testing::ScratchDir;
+
+TEST(TrainCommandTest, PinsRunDirAndAddsResume) {
+  auto c = TrainCommand::Make({"loom", "train", "steps=40", "resume=auto"}, "/bin/loom", "r/train");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE(c->is_loom_train());
+  EXPECT_EQ(c->argv(), (std::vector<std::string>{"/bin/loom", "train", "steps=40", "resume=auto",
+                                                 "run_dir=r/train"}));
+  EXPECT_EQ(c->checkpoint_roots(), std::vector<std::string>{"r/train/ckpt"});
+  EXPECT_EQ(c->WithResume("r/train/ckpt/step_00000020"),
+            (std::vector<std::string>{"/bin/loom", "train", "steps=40", "run_dir=r/train",
+                                      "resume=r/train/ckpt/step_00000020"}));
+  EXPECT_EQ(c->WithResume(""), c->argv());
+}
+
+TEST(TrainCommandTest, KnowsBothCheckpointTiersAndRefusesNproc) {
+  auto c = TrainCommand::Make({"loom", "train", "run_dir=/x", "ckpt.dir=/dev/shm/c",
+                               "ckpt.persist_dir=/data/c"},
+                              "/bin/loom", "unused");
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->checkpoint_roots(), (std::vector<std::string>{"/dev/shm/c", "/data/c"}));
+  auto bad = TrainCommand::Make({"loom", "train", "--nproc", "2"}, "/bin/loom", "r");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().ToString().find("--machines"), std::string::npos);
+  auto other = TrainCommand::Make({"python3", "train.py"}, "/bin/loom", "r");
+  ASSERT_TRUE(other.ok());
+  EXPECT_FALSE(other->is_loom_train());
+  EXPECT_EQ(other->WithResume("/x/step_1"), other->argv());
+}
+
+TEST(BlocklistTest, PersistsAcrossOpens) {
+  ScratchDir dir;
+  const std::string path = dir.path() + "/blocklist.json";
+  {
+    auto bl = Blocklist::Open(path);
+    ASSERT_TRUE(bl.ok());
+    EXPECT_FALSE((*bl)->Contains("m1"));
+    ASSERT_TRUE((*bl)->Add("m1", "node-1", "stopped").ok());
+    ASSERT_TRUE((*bl)->Add("m1", "node-1", "again").ok());
+  }
+  auto bl = Blocklist::Open(path);
+  ASSERT_TRUE(bl.ok());
+  EXPECT_TRUE((*bl)->Contains("m1"));
+  ASSERT_EQ((*bl)->entries().size(), 1u);
+  EXPECT_EQ((*bl)->entries()[0].reason, "stopped");
+  std::ofstream(path) << "{not json";
+  auto broken = Blocklist::Open(path);
+  ASSERT_FALSE(broken.ok());
+  EXPECT_NE(broken.status().ToString().find(path), std::string::npos);
+}
+
+TEST(LineChannelTest, DeliversLinesBothWaysAndSeesClose) {
+  auto listener = LineListener::Listen("127.0.0.1", 0);
+  ASSERT_TRUE(listener.ok()) << listener.status();
+  auto client = ConnectLine("127.0.0.1", (*listener)->port(), std::chrono::seconds(5));
+  ASSERT_TRUE(client.ok()) << client.status();
+  std::unique_ptr<LineConnection> server;
+  for (int i = 0; i < 100 && !server; ++i) {
+    auto s = (*listener)->Accept();
+    if (s.ok()) server = std::move(*s);
+    else usleep(10000);
+  }
+  ASSERT_TRUE(server);
+  const std::string big(100000, 'x');
+  ASSERT_TRUE((*client)->Send("one").ok());
+  ASSERT_TRUE((*client)->Send(big).ok());
+  std::vector<std::string> lines;
+  for (int i = 0; i < 200 && lines.size() < 2; ++i) {
+    ASSERT_TRUE(server->ReadLines(&lines));
+    usleep(5000);
+  }
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0], "one");
+  EXPECT_EQ(lines[1], big);
+  client->reset();
+  bool open = true;
+  for (int i = 0; i < 200 && open; ++i) {
+    open = server->ReadLines(&lines);
+    usleep(5000);
+  }
+  EXPECT_FALSE(open);
+  std::string host;
+  int port = 0;
+  EXPECT_TRUE(ParseHostPort("10.0.0.1:7070", &host, &port).ok());
+  EXPECT_EQ(host, "10.0.0.1");
+  EXPECT_EQ(port, 7070);
+  EXPECT_FALSE(ParseHostPort("10.0.0.1", &host, &port).ok());
+  EXPECT_FALSE(ParseHostPort("h:70x", &host, &port).ok());
+}
+
+TEST(SelfCheckTest, FlagsTheMachineBelowTheFleetMedian) {
+  SelfCheckResult r = RunSelfCheck(0.2);
+  EXPECT_GT(r.gemm_gflops, 0.1);
+  EXPECT_GT(r.membw_gbps, 0.1);
+  std::map<std::string, SelfCheckResult> fleet = {{"m0", {10, 20, 1}}, {"m1", {9.5, 21, 1}},
+                                                  {"m2", {10.2, 19, 1}}, {"m3", {4.0, 20, 1}}};
+  std::vector<std::string> evidence;
+  auto failing = FailingSelfChecks(fleet, 0.75, &evidence);
+  EXPECT_EQ(failing, std::vector<std::string>{"m3"});
+  ASSERT_EQ(evidence.size(), 1u);
+  EXPECT_NE(evidence[0].find("GEMM 4.00 GFLOP/s"), std::string::npos) << evidence[0];
+}
+
+TEST(StackDumpTest, DumpsAStoppedProcess) {
+  pid_t child = fork();
+  if (child == 0) {
+    execlp("sleep", "sleep", "30", nullptr);
+    _exit(127);
+  }
+  ASSERT_GT(child, 0);
+  usleep(100000);
+  kill(child, SIGSTOP);
+  auto text = DumpStacks(child, std::chrono::seconds(20));
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_NE(text->find("PID " + std::to_string(child)), std::string::npos) << *text;
+  EXPECT_NE(text->find("TID"), std::string::npos) << *text;
+  auto gone = DumpStacks(child, std::chrono::seconds(5));
+  EXPECT_FALSE(gone.ok());
+}
+
+// Two committed steps; the newer one's data is corrupted: the older one is picked.
+TEST(RestorePointTest, SkipsAStepWhoseChecksumsFail) {
+  ScratchDir dir;
+  auto storage = ckpt::NewPosixStorage();
+  std::vector<float> w = ckpt::testing::RangeValues(1, 0, 4096);
+  for (int64_t step : {10, 20}) {
+    ckpt::Checkpointer c(storage.get(), dir.path() + "/ckpt", nullptr);
+    ckpt::StateDict d;
+    d.AddFull("w", DType::kF32, {4096}, w.data(), false);
+    auto h = c.Save(step, d);
+    ASSERT_TRUE(h.ok()) << h.status();
+    ASSERT_TRUE(h->Wait().ok());
+  }
+  std::vector<std::string> rejected;
+  auto p = PickRestorePoint({dir.path() + "/ckpt", dir.path() + "/missing"}, &rejected);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->step, 20);
+  EXPECT_TRUE(rejected.empty());
+  // Flip a byte in the largest file of step 20 (its tensor data).
+  std::string biggest;
+  uintmax_t size = 0;
+  for (const auto& e : fs::recursive_directory_iterator(dir.path() + "/ckpt/step_00000020")) {
+    if (e.is_regular_file() && e.file_size() > size) {
+      size = e.file_size();
+      biggest = e.path().string();
+    }
+  }
+  ASSERT_FALSE(biggest.empty());
+  {
+    std::fstream f(biggest, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(100);
+    f.put('\x7f');
+  }
+  rejected.clear();
+  p = PickRestorePoint({dir.path() + "/ckpt"}, &rejected);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->step, 10);
+  EXPECT_GT(p->verified_objects, 0);
+  ASSERT_EQ(rejected.size(), 1u);
+  EXPECT_NE(rejected[0].find("step_00000020"), std::string::npos) << rejected[0];
+  rejected.clear();
+  p = PickRestorePoint({dir.path() + "/none"}, &rejected);
+  ASSERT_TRUE(p.ok());
+  EXPECT_TRUE(p->path.empty());
+}
+
+}  // namespace
+}  // namespace loom::robust

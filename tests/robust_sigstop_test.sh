@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# `loom robust -- loom train ...` with SIGSTOP injected into one rank (issue 5's "Done means"):
+# the driver detects the stopped rank, names it, dumps stacks, evicts the machine (blocklist),
+# replaces it with the warm standby and resumes from the newest verified checkpoint, without a
+# person; training then finishes with every step after the checkpoint trained once more.
+source "$(dirname "$0")/lib.sh"
+corpus=$(make_corpus)
+run=$SCRATCH/run
+log=$SCRATCH/robust.txt
+"$LOOM" robust --machines 2 --standby 1 --run-dir "$run" --heartbeat-ms 250 --confirm 2 -- \
+  loom train "${TINY[@]}" steps=160 ckpt.every=20 ckpt.async=false eval.every=0 \
+  optim.warmup_steps=2 data.source=file data.path="$corpus" > "$log" 2>&1 &
+driver=$!
+trap 'kill -9 $driver 2>/dev/null; rm -rf "$SCRATCH"' EXIT
+
+# Wait for the first attempt's pids and for a checkpoint past step 20.
+decisions=$run/robust/decisions.jsonl
+pid=""
+for _ in $(seq 1 600); do
+  if [[ -z $pid && -f $decisions ]]; then
+    pid=$(/usr/bin/python3 -c 'import json,sys
+for l in open(sys.argv[1]):
+    r = json.loads(l)
+    if r.get("attempt") == 0 and "pids" in r: print(r["pids"]["m1"])' "$decisions")
+  fi
+  latest=$(cat "$run/train/ckpt/latest" 2>/dev/null || true)
+  [[ -n $pid && $latest > step_00000039 ]] && break
+  kill -0 $driver 2>/dev/null || { cat "$log"; fail "driver exited early"; }
+  sleep 0.2
+done
+[[ -n $pid ]] || { cat "$log"; fail "no rank pids logged"; }
+kill -STOP "$pid"
+stopped_at=$(date +%s.%N)
+
+wait $driver || { cat "$log"; fail "loom robust should finish the job after evicting m1"; }
+cat "$log" | grep '^\[robust\]' > "$SCRATCH/decisions.txt" || true
+expect_contains "$log" "SUSPENDED stopped on m1" "the stopped machine is named"
+expect_contains "$log" "DUMP .*m1 rank 1 state T" "last state of every rank is dumped"
+[[ -s $run/robust/incident-0/stacks-m1.txt ]] || fail "stacks of the stopped rank were saved"
+grep -q "TID" "$run/robust/incident-0/stacks-m1.txt" || fail "eu-stack output in stacks-m1.txt"
+expect_contains "$log" "EVICT .*m1 -> blocklist; replaced by standby m2" "m1 evicted, m2 replaces it"
+expect_contains "$log" "RESTORE .*from .*step_000000[0-9]0 (step" "restored from a verified checkpoint"
+expect_contains "$log" "LAUNCH .*attempt 1 on m0,m2, resume=" "relaunched on m0 and m2"
+expect_contains "$log" "training finished after 2 attempt(s), 1 incident(s), evicted m1" "job finished"
+grep -q '"machine": "m1"' "$run/robust/blocklist.json" || fail "m1 is on the persistent blocklist"
+# The resumed attempt trained up to the last step.
+/usr/bin/python3 - "$run/train/metrics.jsonl" <<'PY'
+import json, sys
+steps = [json.loads(l)["step"] for l in open(sys.argv[1]) if '"loss"' in l]
+assert steps and max(steps) == 160, max(steps)
+PY
+grep "^\[robust\]" "$log"
+echo "ok: SIGSTOP detected, m1 evicted, resumed on m0+m2"
