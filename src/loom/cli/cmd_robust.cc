@@ -57,6 +57,10 @@ void RegisterRobust(CLI::App& app, CliContext* ctx) {
       ->check(CLI::Range(50, 60000));
   cmd->add_option("--confirm", o->policy.confirm_s,
                   "seconds a stop or detector alert must persist before acting");
+  cmd->add_option("--alert-confirm", o->policy.alert_confirm_s,
+                  "seconds a detector (straggler) alert must persist before acting");
+  cmd->add_option("--straggler-threshold", o->straggler.threshold,
+                  "NVRx score below which a machine is a straggler, e.g. 0.75 (default 0: off)");
   cmd->add_option("--missed-heartbeat", o->policy.missed_heartbeat_s,
                   "seconds without heartbeat before a machine counts as lost");
   cmd->add_option("--progress-floor", o->policy.progress_floor_s,

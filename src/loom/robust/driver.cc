@@ -43,7 +43,7 @@ struct Machine {
 
 class Driver {
  public:
-  explicit Driver(const DriverOptions& o) : o_(o), policy_(o.policy) {}
+  explicit Driver(const DriverOptions& o) : o_(o), policy_(o.policy), straggler_(o.straggler) {}
 
   Result<DriverReport> Run() {
     const double t0 = Now();
@@ -133,6 +133,7 @@ class Driver {
         Pump(200);
         for (const std::string& note : policy_.TakeNotes()) Log("NOTE", note, {});
         if (!pids_logged) pids_logged = LogRankPids(attempt);
+        UpdateStragglerAlerts();
         if (!report_.incidents.empty() && report_.incidents.back().recover_s < 0 &&
             policy_.max_step() > resume_step && attempt > 0) {
           report_.incidents.back().recover_s = Now() - incident_at_;
@@ -200,6 +201,23 @@ class Driver {
     return true;
   }
 
+  // NVRx's rule: a machine whose compute time per step is below the threshold relative to the
+  // fastest machine raises a detector alert; the policy confirms it over time.
+  void UpdateStragglerAlerts() {
+    if (o_.straggler.threshold <= 0) return;
+    for (const auto& [name, score] : straggler_.Scores()) {
+      if (score < o_.straggler.threshold) {
+        char metric[128];
+        std::snprintf(metric, sizeof(metric),
+                      "compute time per step (NVRx score %.2f < %.2f: median %.3f s)", score,
+                      o_.straggler.threshold, straggler_.MedianOf(name));
+        policy_.OnAlert(name, metric, Now());
+      } else {
+        policy_.OnAlert(name, "", Now());
+      }
+    }
+  }
+
   static std::string Seconds(double s) {
     char b[32];
     std::snprintf(b, sizeof(b), "%.1f s", s);
@@ -223,6 +241,7 @@ class Driver {
         std::to_string(std::max(1u, cores / static_cast<unsigned>(active_.size())));
     const std::vector<std::string> argv = cmd_.WithResume(resume);
     policy_.StartAttempt(active_, Now());
+    straggler_.Clear();
     for (size_t r = 0; r < active_.size(); ++r) {
       Machine& m = machines_[active_[r]];
       json env = {{"LOOM_RANK", std::to_string(r)},
@@ -314,6 +333,7 @@ class Driver {
       } else if (hb->attempt == attempt_ && !handling_) {
         for (const auto& hit : hb->log_hits) Log("NOTE", "log hit on " + m.name + ": " + hit, {});
         policy_.OnHeartbeat(*hb, Now());
+        if (hb->compute_s >= 0) straggler_.Add(m.name, hb->compute_s);
       }
     } else if (type == "exit") {
       if (j.value("attempt", -1) != attempt_) return;
@@ -365,6 +385,7 @@ class Driver {
 
   const DriverOptions& o_;
   Policy policy_;
+  StragglerScore straggler_;
   std::string dir_;
   std::ofstream decisions_;
   std::unique_ptr<Blocklist> blocklist_;

@@ -21,6 +21,7 @@
 
 #include "loom/base/status.h"
 #include "loom/robust/policy.h"
+#include "loom/robust/straggler_score.h"
 
 namespace loom::robust {
 
@@ -40,6 +41,9 @@ struct DriverOptions {
   std::chrono::milliseconds heartbeat{1000};
   double selfcheck_fraction = 0.75;  // DIAGNOSE: fail below this x the fleet median
   PolicyOptions policy;
+  // Straggler trigger (NVRx score on compute time per step); threshold 0 (the default) turns it
+  // off: on a shared 2-core host it flapped and missed a 0.3-core CPU quota (README).
+  StragglerOptions straggler{.threshold = 0};
 };
 
 struct IncidentRecord {

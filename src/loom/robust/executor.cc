@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -50,6 +51,9 @@ struct RankRun {
   monitor::RankAppState app;
   double last_cpu_s = -1;
   double last_cpu_at_s = 0;
+  // Since the last heartbeat: steps that reported their compute time, and its sum.
+  int64_t window_steps = 0;
+  double window_compute_s = 0;
 };
 
 class Executor {
@@ -71,7 +75,13 @@ class Executor {
       if (run_.proc && run_.err_open) fds.push_back({run_.proc->stderr_fd(), POLLIN, 0});
       const int wait_ms = std::min<int>(static_cast<int>(TimeLeft(next_hb).count()), 200);
       poll(fds.data(), fds.size(), wait_ms);
-      for (const monitor::AppMessage& m : rx_->Drain()) run_.app.Apply(m);
+      for (const monitor::AppMessage& m : rx_->Drain()) {
+        run_.app.Apply(m);
+        if (m.kind == monitor::AppMessage::Kind::kStep && !std::isnan(m.compute_s)) {
+          ++run_.window_steps;
+          run_.window_compute_s += m.compute_s;
+        }
+      }
       PumpOutput();
       LOOM_RETURN_IF_ERROR(ReapRank());
       std::vector<std::string> lines;
@@ -124,6 +134,9 @@ class Executor {
     hb.last_coll_op = a.last_coll_op;
     hb.coll_bytes = a.coll_bytes_total;
     hb.app_age_ms = a.last_update_ms > 0 ? hb.ts_ms - a.last_update_ms : -1;
+    if (run_.window_steps > 0) hb.compute_s = run_.window_compute_s / run_.window_steps;
+    run_.window_steps = 0;
+    run_.window_compute_s = 0;
     return hb;
   }
 

@@ -15,6 +15,7 @@ std::string EncodeHeartbeat(const Heartbeat& hb) {
                       {"cpu_rate", hb.cpu_rate},
                       {"step", hb.step},
                       {"step_time_s", hb.step_time_s},
+                      {"compute_s", hb.compute_s},
                       {"last_coll_seq", hb.last_coll_seq},
                       {"last_coll_op", hb.last_coll_op},
                       {"coll_bytes", hb.coll_bytes},
@@ -42,6 +43,7 @@ Result<Heartbeat> ParseHeartbeat(std::string_view json_line) {
     hb.cpu_rate = j.at("cpu_rate").get<double>();
     hb.step = j.at("step").get<int64_t>();
     hb.step_time_s = j.at("step_time_s").get<double>();
+    hb.compute_s = j.at("compute_s").get<double>();
     hb.last_coll_seq = j.at("last_coll_seq").get<int64_t>();
     hb.last_coll_op = j.at("last_coll_op").get<std::string>();
     hb.coll_bytes = j.at("coll_bytes").get<int64_t>();

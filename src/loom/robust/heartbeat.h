@@ -30,6 +30,9 @@ struct Heartbeat {
   double cpu_rate = 0;       // rank CPU seconds per second over the last period
   int64_t step = -1;         // last completed step reported by the trainer (-1: none yet)
   double step_time_s = 0;    // its duration
+  // Mean compute (forward + backward) time per step over the last period, as the trainer
+  // reports it (-1: no step reported one in the period).
+  double compute_s = -1;
   int64_t last_coll_seq = -1;
   std::string last_coll_op;
   int64_t coll_bytes = 0;    // total collective bytes so far

@@ -152,7 +152,7 @@ std::optional<Incident> Policy::Evaluate(double now_s) {
                        Fmt("no heartbeat for %.1f s (limit %.1f s)", now_s - seen,
                            options_.missed_heartbeat_s),
                        now_s, seen};
-      } else if (v.alert_since_s >= 0 && now_s - v.alert_since_s >= options_.confirm_s) {
+      } else if (v.alert_since_s >= 0 && now_s - v.alert_since_s >= options_.alert_confirm_s) {
         inc = Incident{TriggerKind::kDetectorAlert, {m},
                        "detector alert on " + v.alert_metric +
                            Fmt(" held for %.1f s", now_s - v.alert_since_s),

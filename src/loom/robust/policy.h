@@ -14,7 +14,7 @@
 // Triggers: a rank exits non-zero (immediate); a rank is stopped (state T) for `confirm_s`;
 // heartbeats missing for `missed_heartbeat_s`; no job progress for max(floor, k x p99 step
 // time) (culprit: the rank that lags in collective sequence numbers or stopped reporting —
-// MegaScale's trick — else none is named); a detector alert held for `confirm_s`.
+// MegaScale's trick — else none is named); a detector alert held for `alert_confirm_s`.
 // Thread-safety: not thread-safe; one driver thread owns it.
 #pragma once
 
@@ -28,7 +28,8 @@
 namespace loom::robust {
 
 struct PolicyOptions {
-  double confirm_s = 3;             // SUSPECT -> incident when the condition held this long
+  double confirm_s = 3;             // SUSPECT -> incident when a stop held this long
+  double alert_confirm_s = 10;      // ... and a detector alert (stragglers) this long
   double missed_heartbeat_s = 3;    // no heartbeat for this long: the machine is lost
   double progress_factor = 5;       // no progress for k x p99 step time (NVRx's safety factor)
   double progress_floor_s = 15;     // ... but never less than this

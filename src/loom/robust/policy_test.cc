@@ -21,6 +21,7 @@ Heartbeat Hb(const std::string& m, int rank, char state, int64_t step, int64_t s
 PolicyOptions Opts() {
   PolicyOptions o;
   o.confirm_s = 3;
+  o.alert_confirm_s = 3;
   o.missed_heartbeat_s = 3;
   o.progress_floor_s = 10;
   o.progress_factor = 5;

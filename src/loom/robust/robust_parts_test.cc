@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -17,6 +18,7 @@
 #include "loom/robust/restore_point.h"
 #include "loom/robust/self_check.h"
 #include "loom/robust/stack_dump.h"
+#include "loom/robust/straggler_score.h"
 #include "loom/robust/train_command.h"
 
 namespace loom::robust {
@@ -124,6 +126,29 @@ TEST(SelfCheckTest, FlagsTheMachineBelowTheFleetMedian) {
   EXPECT_EQ(failing, std::vector<std::string>{"m3"});
   ASSERT_EQ(evidence.size(), 1u);
   EXPECT_NE(evidence[0].find("GEMM 4.00 GFLOP/s"), std::string::npos) << evidence[0];
+}
+
+TEST(StragglerScoreTest, NamesTheMachineWithTheLongestComputeTime) {
+  StragglerScore s({.window = 4, .min_samples = 3, .threshold = 0.75});
+  for (int i = 0; i < 3; ++i) {
+    s.Add("m0", 0.10 + 0.01 * i);
+    s.Add("m1", 0.11);
+    s.Add("m2", 0.30);  // throttled: 3x the compute time
+  }
+  s.Add("m3", 0.1);  // too few samples: no score
+  s.Add("m0", std::nan(""));  // ignored
+  auto scores = s.Scores();
+  ASSERT_EQ(scores.size(), 3u);
+  EXPECT_DOUBLE_EQ(scores["m0"], 1.0);
+  EXPECT_NEAR(scores["m1"], 0.11 / 0.11, 1e-12);
+  EXPECT_NEAR(scores["m2"], 0.11 / 0.30, 1e-12);
+  EXPECT_NEAR(s.MedianOf("m0"), 0.11, 1e-12);
+  // The window forgets: after four fast samples m2 is no straggler any more.
+  for (int i = 0; i < 4; ++i) s.Add("m2", 0.1);
+  EXPECT_GT(s.Scores()["m2"], 0.75);
+  StragglerScore alone({});
+  for (int i = 0; i < 8; ++i) alone.Add("m0", 1.0);
+  EXPECT_TRUE(alone.Scores().empty()) << "one machine has no peers to compare with";
 }
 
 TEST(StackDumpTest, DumpsAStoppedProcess) {

@@ -365,7 +365,8 @@ Result<TrainSummary> RunTraining(const TrainConfig& cfg, comm::Communicator& com
     Stopwatch phase;
     reducer.SetStep(step);
     const double step_loss = ForwardBackward(r, reducer, step, grads, grad_bf16);
-    window_fwd_bwd += phase.Seconds();
+    const double fwd_bwd_s = phase.Seconds();
+    window_fwd_bwd += fwd_bwd_s;
     LOOM_RETURN_IF_ERROR(reducer.FinishStep().WithContext("step " + std::to_string(step)));
     phase.Reset();
     LOOM_ASSIGN_OR_RETURN(auto res, opt.Step(lr, step + 1));  // also refreshes bf16 weights
@@ -379,7 +380,8 @@ Result<TrainSummary> RunTraining(const TrainConfig& cfg, comm::Communicator& com
     if (ckpt_due) report_phase("train");
 
     const double secs = step_timer.Seconds();
-    if (app) app->Step(step + 1, secs, NAN);  // steps done; data wait is not measured separately
+    // Steps done; data wait is not measured separately; forward+backward is the compute section.
+    if (app) app->Step(step + 1, secs, NAN, fwd_bwd_s);
     if (step - start_step >= 3) step_tps.push_back(tokens_per_step / secs);
     window_loss += step_loss;
     window_exposed += reducer.last_exposed_seconds();

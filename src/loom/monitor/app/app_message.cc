@@ -118,6 +118,7 @@ std::string EncodeAppMessage(const AppMessage& m) {
     case AppMessage::Kind::kStep:
       out += " step=" + std::to_string(m.step) + " t=" + FormatDouble(m.step_time_s) +
              " wait=" + FormatDouble(m.data_wait_s);
+      if (!std::isnan(m.compute_s)) out += " comp=" + FormatDouble(m.compute_s);
       break;
     case AppMessage::Kind::kCollective:
       out += " op=" + SanitizeName(m.op) + " bytes=" + std::to_string(m.bytes) +
@@ -144,10 +145,11 @@ Result<AppMessage> ParseAppMessage(std::string_view line) {
   }
   AppMessage m;
   std::string_view kind = tokens[1];
-  std::vector<std::string_view> required;
+  std::vector<std::string_view> required, optional;
   if (kind == "step") {
     m.kind = AppMessage::Kind::kStep;
     required = {"rank", "ts", "step", "t", "wait"};
+    optional = {"comp"};
   } else if (kind == "coll") {
     m.kind = AppMessage::Kind::kCollective;
     required = {"rank", "ts", "op", "bytes", "seq", "dur"};
@@ -168,6 +170,7 @@ Result<AppMessage> ParseAppMessage(std::string_view line) {
     std::string_view key = tokens[i].substr(0, eq);
     bool known = false;
     for (std::string_view r : required) known |= (r == key);
+    for (std::string_view r : optional) known |= (r == key);
     if (!known) return FieldError(kind, key.substr(0, 32), "is unknown");
     if (!fields.emplace(key, tokens[i].substr(eq + 1)).second) {
       return FieldError(kind, key, "appears twice");
@@ -187,6 +190,9 @@ Result<AppMessage> ParseAppMessage(std::string_view line) {
       if (m.step < 0) return FieldError(kind, "step", "must be >= 0");
       LOOM_ASSIGN_OR_RETURN(m.step_time_s, ParseSeconds(kind, "t", fields["t"], false));
       LOOM_ASSIGN_OR_RETURN(m.data_wait_s, ParseSeconds(kind, "wait", fields["wait"], true));
+      if (fields.count("comp")) {
+        LOOM_ASSIGN_OR_RETURN(m.compute_s, ParseSeconds(kind, "comp", fields["comp"], true));
+      }
       break;
     }
     case AppMessage::Kind::kCollective: {

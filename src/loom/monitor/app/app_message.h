@@ -13,6 +13,7 @@
 // Thread-safety: value type and free functions.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -30,6 +31,9 @@ struct AppMessage {
   int64_t step = -1;
   double step_time_s = 0;
   double data_wait_s = 0;  // NaN when the trainer does not know it ("nan" on the wire)
+  // Compute time of the step outside collective waits (forward + backward): NVRx's "section
+  // time", which names a straggler in synchronous training. NaN: not reported (optional field).
+  double compute_s = NAN;
   // kCollective
   std::string op;
   int64_t bytes = 0;

@@ -37,6 +37,11 @@ TEST(AppMessageTest, StepWithUnknownDataWaitIsNan) {
   Result<AppMessage> back = ParseAppMessage(EncodeAppMessage(m) + "\n");
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_TRUE(std::isnan(back->data_wait_s));
+  EXPECT_TRUE(std::isnan(back->compute_s)) << "comp is optional and absent here";
+  m.compute_s = 0.25;
+  auto with_comp = ParseAppMessage(EncodeAppMessage(m));
+  ASSERT_TRUE(with_comp.ok()) << with_comp.status();
+  EXPECT_DOUBLE_EQ(with_comp->compute_s, 0.25);
   EXPECT_DOUBLE_EQ(back->step_time_s, 2.5);
 }
 

@@ -37,12 +37,13 @@ AppReporter::~AppReporter() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-void AppReporter::Step(int64_t step, double step_time_s, double data_wait_s) {
+void AppReporter::Step(int64_t step, double step_time_s, double data_wait_s, double compute_s) {
   AppMessage m;
   m.kind = AppMessage::Kind::kStep;
   m.step = step;
   m.step_time_s = step_time_s;
   m.data_wait_s = data_wait_s;
+  m.compute_s = compute_s;
   Send(std::move(m));
 }
 

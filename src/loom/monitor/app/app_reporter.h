@@ -4,12 +4,13 @@
 // receive buffer drop the message and count it in dropped().
 //
 //   auto reporter = AppReporter::FromEnv(rank);  // nullptr when LOOM_MONITOR_SOCKET is unset
-//   if (reporter) reporter->Step(step, step_time_s, data_wait_s);
+//   if (reporter) reporter->Step(step, step_time_s, data_wait_s, compute_s);
 //
 // Thread-safety: all methods may be called from any thread (collectives may be reported from a
 // communication thread while the training loop reports steps).
 #pragma once
 
+#include <cmath>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -32,7 +33,7 @@ class AppReporter {
   AppReporter(const AppReporter&) = delete;
   AppReporter& operator=(const AppReporter&) = delete;
 
-  void Step(int64_t step, double step_time_s, double data_wait_s);
+  void Step(int64_t step, double step_time_s, double data_wait_s, double compute_s = NAN);
   void Collective(std::string_view op, int64_t bytes, int64_t seq, double duration_s);
   void Phase(std::string_view phase);
   // Sends an arbitrary message (rank and ts_ms are filled in when zero).
