@@ -1,0 +1,80 @@
+// ContinuityGate: Minder's continuity rule. Each second a detector proposes at most one candidate
+// machine per channel (metric); the gate alerts on channel c when the same machine has been c's
+// candidate (score >= threshold, or data missing) for continuity_s consecutive seconds. Channels
+// are walked in priority order and the first satisfied one names the alert.
+//
+//   ContinuityGate gate({.threshold = 3.5, .continuity_s = 30});
+//   GateDecision d = gate.Step(step, t);   // step: ScoreStep from a detector at second t
+//   if (d.alert) ...d.machine, d.channel...
+//
+// With min_fraction = 1 a candidate run breaks when the candidate changes or disappears; with
+// min_fraction < 1 the machine must be the candidate in at least that fraction of the last T_c
+// seconds (and now). A skipped second (calls at t and t+2) restarts every history.
+// continuity_s <= 1 means "no continuity" (alert on every candidate). Thread-safety: not
+// thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace loom::monitor {
+
+// One channel's outcome at one second.
+struct ChannelScore {
+  std::string metric;  // channel name: a metric, "all", "missing", ...
+  int machine = -1;    // highest-scoring machine, -1 = none (e.g. too few machines)
+  double score = -std::numeric_limits<double>::infinity();
+  bool missing = false;  // `machine` has no data in the window: always a candidate
+};
+
+struct ScoreStep {
+  std::vector<ChannelScore> channels;  // priority order
+  std::vector<float> machine_scores;   // per machine, first channel; NaN = missing
+};
+
+struct GateOptions {
+  double threshold = 3.5;     // minimum channel score to be a candidate
+  int64_t continuity_s = 30;  // T_c; Minder's batch setting is 240
+  // Fraction of the last T_c seconds the channel's candidate must have been this machine.
+  // 1.0 = Minder's strict rule (the same candidate every second).
+  double min_fraction = 1.0;
+  // Corroboration: a channel's candidate counts only if at least this many channels name the
+  // same machine at that second (a missing-data candidate always counts). 1 = Minder.
+  // Capped at the detector's channel count.
+  int min_channels = 1;
+};
+
+struct GateDecision {
+  int candidate = -1;  // the first channel (in priority order) with a candidate this second
+  bool alert = false;
+  int machine = -1;
+  int channel = -1;
+  bool missing = false;
+  double score = 0;
+};
+
+class ContinuityGate {
+ public:
+  explicit ContinuityGate(GateOptions options) : options_(options) {}
+  GateDecision Step(const ScoreStep& step, int64_t t);
+  void Reset();
+  const GateOptions& options() const { return options_; }
+  void set_threshold(double threshold) { options_.threshold = threshold; }
+
+ private:
+  GateOptions options_;
+  // Per channel: the last T_c candidates (ring, -1 = none) and how often each machine occurs.
+  struct History {
+    std::vector<int> ring;
+    size_t head = 0, filled = 0;
+    std::vector<int> count;  // by machine
+  };
+  int64_t last_t_ = std::numeric_limits<int64_t>::min();
+  std::vector<History> history_;
+  std::vector<int> cand_;
+  std::vector<int> support_;
+};
+
+}  // namespace loom::monitor

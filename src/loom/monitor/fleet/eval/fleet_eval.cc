@@ -1,0 +1,506 @@
+#include "loom/monitor/fleet/eval/fleet_eval.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "loom/monitor/fleet/denoise/lstm_vae.h"
+#include "loom/monitor/fleet/detect/cart.h"
+#include "loom/monitor/fleet/eval/score_trace.h"
+#include "loom/monitor/fleet/eval/scoring.h"
+#include "loom/monitor/fleet/sim/fleet_simulator.h"
+
+namespace loom::monitor {
+namespace {
+
+using nlohmann::json;
+
+double Now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// One row of the table: a detector spec (without gate fields) plus how its gate is set.
+struct DetectorPlan {
+  std::string name;
+  std::string trace_key;  // detectors with equal keys share score traces
+  json spec;
+  bool gate_free = false;  // continuity 1 in both modes
+};
+
+std::vector<DetectorPlan> Plans(const FleetEvalOptions& o) {
+  json minder = {{"type", "minder"}, {"denoiser", o.denoiser}};
+  if (!o.model_dir.empty()) minder["model_dir"] = o.model_dir;
+  std::vector<DetectorPlan> plans = {
+      {"minder", "minder", minder, false},
+      {"minder_nocont", "minder", minder, true},
+      {"minder_raw", "minder_raw", {{"type", "minder"}, {"denoiser", "identity"}}, false},
+      {"minder_integrated", "minder_integrated",
+       {{"type", "minder"}, {"denoiser", o.denoiser}, {"integrated", true}}, false},
+      {"minder_corr2", "minder_corr2",
+       {{"type", "minder"}, {"denoiser", o.denoiser}, {"corroborate", 2}}, false},
+      {"mahalanobis", "mahalanobis", {{"type", "mahalanobis"}}, false},
+      {"peer_z", "peer_z", {{"type", "peer_z"}}, false},
+      {"iforest", "iforest", {{"type", "iforest"}}, false},
+      {"nvrx", "nvrx", {{"type", "nvrx"}}, false},
+      {"bocd", "bocd", {{"type", "bocd"}}, false},
+      {"heartbeat", "heartbeat", {{"type", "heartbeat"}}, true},
+  };
+  for (DetectorPlan& p : plans) {
+    if (p.spec.value("denoiser", "") == o.denoiser && !o.model_dir.empty()) {
+      p.spec["model_dir"] = o.model_dir;
+    }
+  }
+  for (DetectorPlan& p : plans) {
+    const std::string type = p.spec["type"];
+    if (type == "minder" || type == "mahalanobis" || type == "iforest") p.spec["window"] = o.window;
+  }
+  if (o.detectors.empty()) return plans;
+  std::vector<DetectorPlan> out;
+  for (const DetectorPlan& p : plans) {
+    if (std::find(o.detectors.begin(), o.detectors.end(), p.name) != o.detectors.end()) {
+      out.push_back(p);
+    }
+  }
+  return out;
+}
+
+struct Split {
+  std::string name;
+  std::vector<LabelledJob> jobs;
+};
+
+double MachineDays(const std::vector<LabelledJob>& jobs) {
+  double d = 0;
+  for (const LabelledJob& j : jobs) d += j.series.machines * static_cast<double>(j.series.seconds) / 86400;
+  return d;
+}
+
+enum class Mode { kStreaming, kBatch };
+
+struct Schedule {
+  Mode mode;
+  GateOptions gate;
+  int64_t every_s = 480, lookback_s = 900;
+};
+
+std::vector<AlarmEvent> Replay(const ScoreTrace& tr, const Schedule& sch,
+                               const std::vector<int>& order) {
+  return sch.mode == Mode::kStreaming
+             ? ReplayStreaming(tr, sch.gate, order)
+             : ReplayBatch(tr, sch.gate, order, sch.every_s, sch.lookback_s);
+}
+
+Totals ScoreSplit(const std::vector<LabelledJob>& jobs, const std::vector<ScoreTrace>& traces,
+                  const Schedule& sch, const std::vector<int>& order) {
+  Totals tot;
+  for (size_t k = 0; k < jobs.size(); ++k) {
+    tot.Add(ScoreAlarms(jobs[k].faults, jobs[k].series.machines, jobs[k].series.seconds,
+                        Replay(traces[k], sch, order), ScoringOptions{}));
+  }
+  return tot;
+}
+
+// Smallest threshold (from a grid of observed validation scores) whose false-alarm rate on
+// validation is within budget; binary search assumes false alarms fall as the threshold rises.
+double Calibrate(const std::vector<LabelledJob>& val, const std::vector<ScoreTrace>& traces,
+                 Schedule sch, const std::vector<int>& order, double budget) {
+  std::vector<float> scores;
+  for (const ScoreTrace& tr : traces) {
+    const size_t stride = std::max<size_t>(1, tr.score.size() / 50000);
+    for (size_t k = 0; k < tr.score.size(); k += stride) {
+      if (std::isfinite(tr.score[k])) scores.push_back(tr.score[k]);
+    }
+  }
+  if (scores.empty()) return sch.gate.threshold;
+  std::sort(scores.begin(), scores.end());
+  std::vector<double> grid;
+  for (int q = 0; q <= 400; ++q) {
+    const double f = q / 400.0;
+    grid.push_back(scores[std::min(scores.size() - 1, static_cast<size_t>(f * (scores.size() - 1)))]);
+  }
+  // The tail between the 99th percentile and the maximum, where the threshold usually lands,
+  // gets its own fine grid (quantiles alone jump from the bulk straight to the maximum).
+  const double q99 = scores[static_cast<size_t>(0.99 * (scores.size() - 1))];
+  const double top = scores.back();
+  for (int k = 1; k < 200; ++k) {
+    const double f = k / 200.0;
+    grid.push_back(q99 > 0 && top > q99 ? q99 * std::pow(top / q99, f) : q99 + f * (top - q99));
+  }
+  grid.push_back(top * (top > 0 ? 1.01 : 0.99) + 1e-6);
+  std::sort(grid.begin(), grid.end());
+  grid.erase(std::unique(grid.begin(), grid.end()), grid.end());
+  auto ok = [&](double thr) {
+    sch.gate.threshold = thr;
+    return ScoreSplit(val, traces, sch, order).false_alarms_per_machine_day() <= budget;
+  };
+  size_t lo = 0, hi = grid.size() - 1;
+  if (!ok(grid[hi])) return grid[hi];  // budget unreachable (e.g. missing-data alarms)
+  while (lo < hi) {
+    const size_t mid = (lo + hi) / 2;
+    if (ok(grid[mid])) {
+      hi = mid;
+    } else {
+      lo = mid + 1;
+    }
+  }
+  return grid[lo];
+}
+
+double Finite(double v) { return std::isfinite(v) ? v : -1; }
+
+json RowJson(const std::string& name, const std::string& mode, const Schedule& sch,
+             const Totals& test, double val_fa, int bootstrap) {
+  const PrfWithCi prf = BootstrapPrf(test, bootstrap, 17);
+  json row = {{"detector", name},
+              {"mode", mode},
+              {"threshold", sch.gate.threshold},
+              {"continuity_s", sch.gate.continuity_s},
+              {"precision", prf.precision},
+              {"precision_ci", {prf.precision_ci.lo, prf.precision_ci.hi}},
+              {"recall", prf.recall},
+              {"recall_ci", {prf.recall_ci.lo, prf.recall_ci.hi}},
+              {"f1", prf.f1},
+              {"f1_ci", {prf.f1_ci.lo, prf.f1_ci.hi}},
+              {"tp", test.tp()},
+              {"fn", static_cast<int64_t>(test.faults.size()) - test.tp()},
+              {"fp", test.false_alarms},
+              {"fa_per_machine_day", test.false_alarms_per_machine_day()},
+              {"val_fa_per_machine_day", val_fa},
+              {"ttd_p50_s", Finite(test.TtdPercentile(50))},
+              {"ttd_p95_s", Finite(test.TtdPercentile(95))},
+              {"recall_by_type", test.RecallByType()}};
+  json ttd_by_type = json::object();
+  for (const auto& [type, r] : test.RecallByType()) {
+    ttd_by_type[type] = Finite(test.TtdPercentile(50, type));
+  }
+  row["ttd_p50_by_type_s"] = ttd_by_type;
+  return row;
+}
+
+// CART on train: features = each channel's max-over-machines score per second (missing = 20),
+// label = a must_alarm fault is active. Returns channel indices, most informative first.
+Result<std::vector<int>> TrainPriority(const std::vector<LabelledJob>& train,
+                                       const std::vector<ScoreTrace>& traces, json* report) {
+  std::vector<std::vector<double>> x;
+  std::vector<int> y;
+  for (size_t k = 0; k < train.size(); ++k) {
+    const ScoreTrace& tr = traces[k];
+    const size_t c = tr.channels.size();
+    for (int64_t t = 8; t < tr.seconds; t += 5) {
+      std::vector<double> f(c);
+      for (size_t j = 0; j < c; ++j) {
+        const size_t i = static_cast<size_t>(t) * c + j;
+        const double s = tr.missing[i] ? 20.0 : tr.score[i];
+        f[j] = std::isfinite(s) ? std::clamp(s, -20.0, 50.0) : 0.0;
+      }
+      int label = 0;
+      for (const FaultLabel& fl : train[k].faults) {
+        if (fl.must_alarm && t >= fl.onset_s + 8 && t < fl.end_s) label = 1;
+      }
+      x.push_back(std::move(f));
+      y.push_back(label);
+    }
+  }
+  LOOM_ASSIGN_OR_RETURN(DecisionTree tree, DecisionTree::Fit(x, y, CartOptions{4, 20}));
+  const std::vector<int> order = tree.FeaturePriority();
+  json pr = json::array();
+  for (int c : order) {
+    pr.push_back({{"metric", traces[0].channels[c]}, {"importance", tree.importance()[c]}});
+  }
+  (*report)["priority"] = pr;
+  (*report)["priority_windows"] = x.size();
+  return order;
+}
+
+Result<json> Timing(const FleetEvalOptions& o, const std::vector<std::string>& priority,
+                    std::FILE* progress) {
+  json rows = json::array();
+  for (const int n : o.timing_machines) {
+    SimConfig cfg;
+    cfg.machines = n;
+    cfg.seconds = o.timing_seconds;
+    cfg.group_size = std::min(8, n);
+    cfg.rack_size = std::min(4, n);
+    LOOM_RETURN_IF_ERROR(ValidateSimConfig(cfg));
+    const LabelledJob job = SimulateJob(cfg, 99);
+    json row = {{"machines", n}};
+    json minder = {{"type", "minder"}, {"denoiser", o.denoiser}, {"priority", priority},
+                   {"window", o.window}};
+    if (!o.model_dir.empty()) minder["model_dir"] = o.model_dir;
+    json minder_sq = minder;
+    minder_sq["distance"] = "l2sq";
+    for (const auto& [label, spec] : std::vector<std::pair<std::string, json>>{
+             {"minder_l2_ms", minder},
+             {"minder_l2sq_ms", minder_sq},
+             {"mahalanobis_ms", {{"type", "mahalanobis"}, {"window", o.window}}}}) {
+      LOOM_ASSIGN_OR_RETURN(auto d, MakeDetector(spec, o.loader));
+      std::vector<double> ms;
+      const int64_t t0 = std::max<int64_t>(8, job.series.seconds - o.timing_calls);
+      for (int64_t t = t0; t < job.series.seconds; ++t) {
+        const double start = Now();
+        LOOM_ASSIGN_OR_RETURN(Verdict v, d->Evaluate(job.series, t));
+        ms.push_back(1e3 * (Now() - start));
+        (void)v;
+      }
+      std::sort(ms.begin(), ms.end());
+      row[label] = ms[ms.size() / 2];
+    }
+    if (progress) {
+      std::fprintf(progress, "  timing N=%d: minder %.3f ms (l2sq %.3f ms), mahalanobis %.3f ms\n",
+                   n, row["minder_l2_ms"].get<double>(), row["minder_l2sq_ms"].get<double>(),
+                   row["mahalanobis_ms"].get<double>());
+    }
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+}  // namespace
+
+FleetEvalOptions FleetEvalOptions::Quick() {
+  FleetEvalOptions o;
+  o.machines = 32;
+  o.seconds = 2 * 3600;
+  o.train_jobs = o.val_jobs = o.test_jobs = 2;
+  o.faults_per_machine_day = 4.0;
+  o.timing_seconds = 660;
+  o.timing_calls = 5;
+  o.bootstrap = 200;
+  return o;
+}
+
+DenoiserLoader LstmVaeLoader() {
+  return [](const std::string& type, const std::string& model_dir, const std::string& metric,
+            int window) -> Result<std::unique_ptr<Denoiser>> {
+    if (type != "lstm_vae") {
+      return InvalidArgumentError("unknown denoiser '" + type +
+                                  "' (identity, moving_median, lstm_vae)");
+    }
+    if (model_dir.empty()) {
+      return InvalidArgumentError("denoiser lstm_vae needs a model directory (--vae-dir)");
+    }
+    return LoadLstmVae(model_dir, metric, window);
+  };
+}
+
+const std::vector<std::string>& DetectorNames() {
+  static const std::vector<std::string> names = {
+      "minder", "minder_nocont", "minder_raw", "minder_integrated", "minder_corr2",
+      "mahalanobis", "peer_z", "iforest", "nvrx", "bocd", "heartbeat"};
+  return names;
+}
+
+Result<json> RunFleetEval(const FleetEvalOptions& options, std::FILE* progress) {
+  const double t_start = Now();
+  FleetEvalOptions o = options;
+  if (!o.loader) o.loader = LstmVaeLoader();
+  SimConfig cfg;
+  cfg.machines = o.machines;
+  cfg.seconds = o.seconds;
+  cfg.faults_per_machine_day = o.faults_per_machine_day;
+  cfg.continuity_s = o.streaming_tc_s;
+  // A must-alarm fault must outlast the streaming gate of the windowed detectors (T_c + w - 1 s)
+  // to be detectable at all; shorter events are the simulator's labelled transients (< T_c).
+  cfg.min_fault_s = std::max<int64_t>(cfg.min_fault_s, o.streaming_tc_s + o.window);
+  LOOM_RETURN_IF_ERROR(ValidateSimConfig(cfg));
+  for (const std::string& d : o.detectors) {
+    if (std::find(DetectorNames().begin(), DetectorNames().end(), d) == DetectorNames().end()) {
+      return InvalidArgumentError("unknown detector '" + d + "' in --detectors");
+    }
+  }
+  std::vector<Split> splits = {{"train", {}}, {"val", {}}, {"test", {}}};
+  const int counts[3] = {o.train_jobs, o.val_jobs, o.test_jobs};
+  const uint64_t seeds[3] = {o.train_seed, o.val_seed, o.test_seed};
+  for (int s = 0; s < 3; ++s) {
+    for (int k = 0; k < counts[s]; ++k) splits[s].jobs.push_back(SimulateJob(cfg, seeds[s] + k));
+  }
+  json report;
+  int faults[3] = {0, 0, 0};
+  for (int s = 0; s < 3; ++s) {
+    for (const LabelledJob& j : splits[s].jobs) {
+      for (const FaultLabel& f : j.faults) faults[s] += f.must_alarm;
+    }
+  }
+  report["config"] = {{"machines", o.machines},
+                      {"seconds", o.seconds},
+                      {"jobs", {o.train_jobs, o.val_jobs, o.test_jobs}},
+                      {"seeds", {o.train_seed, o.val_seed, o.test_seed}},
+                      {"faults_per_machine_day", o.faults_per_machine_day},
+                      {"min_fault_s", cfg.min_fault_s},
+                      {"must_alarm_faults", {faults[0], faults[1], faults[2]}},
+                      {"machine_days", {MachineDays(splits[0].jobs), MachineDays(splits[1].jobs),
+                                        MachineDays(splits[2].jobs)}},
+                      {"fa_budget_per_machine_day", o.fa_budget},
+                      {"streaming_tc_s", o.streaming_tc_s},
+                      {"batch", {{"tc_s", o.batch_tc_s}, {"every_s", o.batch_every_s},
+                                 {"lookback_s", o.batch_lookback_s}}},
+                      {"denoiser", o.denoiser},
+                      {"window", o.window},
+                      {"gate", {{"min_fraction", o.min_fraction}, {"min_channels", o.min_channels}}}};
+  if (progress) {
+    std::fprintf(progress, "simulated %d+%d+%d jobs of %d machines x %lld s (%.1f s); "
+                 "must-alarm faults train/val/test = %d/%d/%d\n", o.train_jobs, o.val_jobs,
+                 o.test_jobs, o.machines, static_cast<long long>(o.seconds), Now() - t_start,
+                 faults[0], faults[1], faults[2]);
+  }
+  // Score traces, one per (trace key, split, job).
+  std::map<std::string, std::vector<std::vector<ScoreTrace>>> traces;
+  const std::vector<DetectorPlan> plans = Plans(o);
+  std::vector<int> order;  // Minder channel priority (CART)
+  std::vector<std::string> priority_names;
+  for (const DetectorPlan& p : plans) {
+    if (traces.count(p.trace_key)) continue;
+    LOOM_ASSIGN_OR_RETURN(auto det, MakeScoredDetector(p.spec, o.loader));
+    auto& per_split = traces[p.trace_key];
+    per_split.resize(3);
+    const double t0 = Now();
+    double calls = 0;
+    const bool needs_train = p.trace_key == "minder";
+    for (int s = needs_train ? 0 : 1; s < 3; ++s) {
+      for (const LabelledJob& j : splits[s].jobs) {
+        LOOM_ASSIGN_OR_RETURN(ScoreTrace tr, RecordTrace(*det, j.series));
+        per_split[s].push_back(std::move(tr));
+        calls += static_cast<double>(j.series.seconds);
+      }
+    }
+    if (progress) {
+      std::fprintf(progress, "  scored %-18s %8.0f calls in %6.1f s (%.3f ms/call)\n",
+                   p.trace_key.c_str(), calls, Now() - t0, 1e3 * (Now() - t0) / calls);
+    }
+    if (needs_train) {
+      LOOM_ASSIGN_OR_RETURN(order, TrainPriority(splits[0].jobs, per_split[0], &report));
+      for (int c : order) priority_names.push_back(per_split[0][0].channels[c]);
+    }
+  }
+  // Calibrate on validation, report on test.
+  json rows = json::array();
+  std::map<std::string, json> best;  // detector/mode -> row
+  for (const DetectorPlan& p : plans) {
+    const auto& tr = traces[p.trace_key];
+    const bool per_metric_minder =
+        p.trace_key == "minder" || p.trace_key == "minder_raw";
+    const std::vector<int> ord = per_metric_minder && !order.empty() ? order : std::vector<int>{};
+    LOOM_ASSIGN_OR_RETURN(auto det, MakeScoredDetector(p.spec, o.loader));
+    for (const Mode mode : {Mode::kStreaming, Mode::kBatch}) {
+      Schedule sch{mode, det->gate_options(), o.batch_every_s, o.batch_lookback_s};
+      // A window of w samples keeps a short excursion in the scores for w - 1 more seconds, so
+      // windowed detectors need T_c + w - 1 consecutive windows to see T_c seconds of fault.
+      const int64_t smear = p.spec.contains("window") ? p.spec["window"].get<int64_t>() - 1 : 0;
+      sch.gate.continuity_s =
+          p.gate_free ? 1 : (mode == Mode::kStreaming ? o.streaming_tc_s : o.batch_tc_s) + smear;
+      sch.gate.min_fraction = p.gate_free ? 1.0 : o.min_fraction;
+      sch.gate.min_channels = p.gate_free ? 1 : o.min_channels;
+      sch.gate.threshold = Calibrate(splits[1].jobs, tr[1], sch, ord, o.fa_budget);
+      const double val_fa =
+          ScoreSplit(splits[1].jobs, tr[1], sch, ord).false_alarms_per_machine_day();
+      const Totals test = ScoreSplit(splits[2].jobs, tr[2], sch, ord);
+      const std::string mode_name = mode == Mode::kStreaming ? "streaming" : "batch";
+      json row = RowJson(p.name, mode_name, sch, test, val_fa, o.bootstrap);
+      best[p.name + "/" + mode_name] = row;
+      rows.push_back(row);
+    }
+  }
+  report["detectors"] = rows;
+  // Sensitivity of Minder (streaming) to T_c, each point recalibrated on validation.
+  if (traces.count("minder")) {
+    json sweep = json::array();
+    for (const int64_t tc : {1, 10, 30, 60, 120, 240}) {
+      Schedule sch{Mode::kStreaming,
+                   GateOptions{3.5, tc == 1 ? 1 : tc + o.window - 1, o.min_fraction, o.min_channels}};
+      sch.gate.threshold = Calibrate(splits[1].jobs, traces["minder"][1], sch, order, o.fa_budget);
+      const Totals test = ScoreSplit(splits[2].jobs, traces["minder"][2], sch, order);
+      sweep.push_back({{"continuity_s", tc}, {"threshold", sch.gate.threshold},
+                       {"precision", test.precision()}, {"recall", test.recall()},
+                       {"f1", test.f1()}, {"ttd_p50_s", Finite(test.TtdPercentile(50))},
+                       {"fa_per_machine_day", test.false_alarms_per_machine_day()}});
+    }
+    report["tc_sweep"] = sweep;
+  }
+  LOOM_ASSIGN_OR_RETURN(json timing, Timing(o, priority_names, progress));
+  report["timing"] = timing;
+  auto get = [&](const std::string& key, const char* field) -> json {
+    auto it = best.find(key);
+    return it == best.end() ? json(nullptr) : it->second[field];
+  };
+  auto by_type = [&](const std::string& key, const char* type) -> json {
+    auto it = best.find(key);
+    if (it == best.end() || !it->second["ttd_p50_by_type_s"].contains(type)) return nullptr;
+    return it->second["ttd_p50_by_type_s"][type];
+  };
+  json per_call = nullptr;
+  for (const json& r : timing) {
+    if (r["machines"] == 1024) per_call = r["minder_l2_ms"];
+  }
+  report["summary"] = {{"minder_f1", get("minder/streaming", "f1")},
+                       {"mahalanobis_f1", get("mahalanobis/streaming", "f1")},
+                       {"minder_batch_f1", get("minder/batch", "f1")},
+                       {"false_alarms_per_machine_day", get("minder/streaming", "fa_per_machine_day")},
+                       {"ttd_p50_straggler_s", by_type("minder/streaming", "fail_slow")},
+                       {"ttd_p50_hang_s", by_type("minder/streaming", "stall")},
+                       {"per_call_ms_1024", per_call}};
+  report["wall_s"] = Now() - t_start;
+  return report;
+}
+
+std::string FormatEvalTable(const json& report) {
+  std::string out;
+  char line[512];
+  std::snprintf(line, sizeof(line), "%-18s %-9s %9s %4s  %-19s %-19s %-19s %8s %6s %6s %4s %4s %4s\n",
+                "detector", "mode", "threshold", "T_c", "precision [95% CI]", "recall [95% CI]",
+                "F1 [95% CI]", "FA/m-day", "TTD50", "TTD95", "TP", "FN", "FP");
+  out += line;
+  auto ci = [](const json& row, const char* v, const char* c) {
+    char b[64];
+    std::snprintf(b, sizeof(b), "%.3f [%.2f,%.2f]", row[v].get<double>(), row[c][0].get<double>(),
+                  row[c][1].get<double>());
+    return std::string(b);
+  };
+  for (const json& r : report["detectors"]) {
+    std::snprintf(line, sizeof(line), "%-18s %-9s %9.4g %4lld  %-19s %-19s %-19s %8.4f %6.0f %6.0f %4lld %4lld %4lld\n",
+                  r["detector"].get<std::string>().c_str(), r["mode"].get<std::string>().c_str(),
+                  r["threshold"].get<double>(), static_cast<long long>(r["continuity_s"].get<int64_t>()),
+                  ci(r, "precision", "precision_ci").c_str(), ci(r, "recall", "recall_ci").c_str(),
+                  ci(r, "f1", "f1_ci").c_str(), r["fa_per_machine_day"].get<double>(),
+                  r["ttd_p50_s"].get<double>(), r["ttd_p95_s"].get<double>(),
+                  static_cast<long long>(r["tp"].get<int64_t>()),
+                  static_cast<long long>(r["fn"].get<int64_t>()),
+                  static_cast<long long>(r["fp"].get<int64_t>()));
+    out += line;
+  }
+  out += "\nper-type recall (streaming):\n";
+  for (const json& r : report["detectors"]) {
+    if (r["mode"] != "streaming") continue;
+    std::string s = "  " + r["detector"].get<std::string>() + ":";
+    for (const auto& [type, v] : r["recall_by_type"].items()) {
+      std::snprintf(line, sizeof(line), " %s=%.2f", type.c_str(), v.get<double>());
+      s += line;
+    }
+    out += s + "\n";
+  }
+  if (report.contains("tc_sweep")) {
+    out += "\nminder streaming vs T_c (recalibrated each):\n";
+    for (const json& r : report["tc_sweep"]) {
+      std::snprintf(line, sizeof(line), "  T_c=%4lld s  P=%.3f R=%.3f F1=%.3f TTD50=%.0f s FA/m-day=%.4f\n",
+                    static_cast<long long>(r["continuity_s"].get<int64_t>()),
+                    r["precision"].get<double>(), r["recall"].get<double>(), r["f1"].get<double>(),
+                    r["ttd_p50_s"].get<double>(), r["fa_per_machine_day"].get<double>());
+      out += line;
+    }
+  }
+  out += "\nper-call processing time (median, ms) vs N:\n";
+  for (const json& r : report["timing"]) {
+    std::snprintf(line, sizeof(line), "  N=%5d  minder(L2) %8.3f  minder(L2^2 fast) %8.3f  mahalanobis %8.3f\n",
+                  r["machines"].get<int>(), r["minder_l2_ms"].get<double>(),
+                  r["minder_l2sq_ms"].get<double>(), r["mahalanobis_ms"].get<double>());
+    out += line;
+  }
+  out += "\nsummary: " + report["summary"].dump() + "\n";
+  return out;
+}
+
+}  // namespace loom::monitor

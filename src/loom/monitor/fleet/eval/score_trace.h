@@ -1,0 +1,44 @@
+// ScoreTrace: a ScoredDetector's per-second channel candidates over a whole job, recorded once
+// so the cheap continuity gate can be replayed for many thresholds (calibration), continuity
+// windows and schedules (streaming every second; batch every 8 min over the last 15 min).
+//
+//   LOOM_ASSIGN_OR_RETURN(ScoreTrace tr, RecordTrace(*detector, job.series));
+//   std::vector<AlarmEvent> a = ReplayStreaming(tr, {.threshold = 4, .continuity_s = 30}, {});
+//   std::vector<AlarmEvent> b = ReplayBatch(tr, {4, 240}, {}, /*every_s=*/480, /*lookback_s=*/900);
+//
+// Thread-safety: value type; replays are pure functions.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "loom/base/status.h"
+#include "loom/monitor/fleet/detect/detector.h"
+#include "loom/monitor/fleet/eval/scoring.h"
+
+namespace loom::monitor {
+
+struct ScoreTrace {
+  std::vector<std::string> channels;
+  int64_t seconds = 0;
+  // [t][channel]
+  std::vector<int32_t> machine;
+  std::vector<float> score;
+  std::vector<uint8_t> missing;
+  double score_seconds = 0;  // wall time spent in Score()
+};
+
+// Calls detector.Score(s, t) for every t (in order, after Reset()).
+Result<ScoreTrace> RecordTrace(ScoredDetector& detector, const FleetSeries& s);
+
+// `order`: channel indices in the priority order to walk (empty = recorded order).
+std::vector<AlarmEvent> ReplayStreaming(const ScoreTrace& trace, const GateOptions& gate,
+                                        const std::vector<int>& order, int64_t merge_gap_s = 60);
+// One call every `every_s` seconds (first at lookback_s - 1): a fresh gate over the last
+// lookback_s seconds; every machine it alerts on becomes an alarm stamped with the call time.
+std::vector<AlarmEvent> ReplayBatch(const ScoreTrace& trace, const GateOptions& gate,
+                                    const std::vector<int>& order, int64_t every_s,
+                                    int64_t lookback_s);
+
+}  // namespace loom::monitor
