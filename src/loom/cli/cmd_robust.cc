@@ -61,6 +61,9 @@ void RegisterRobust(CLI::App& app, CliContext* ctx) {
                   "seconds a detector (straggler) alert must persist before acting");
   cmd->add_option("--straggler-threshold", o->straggler.threshold,
                   "NVRx score below which a machine is a straggler, e.g. 0.75 (default 0: off)");
+  cmd->add_option("--detector", o->detector,
+                  "faulty-machine detector on the live metrics, e.g. minder or "
+                  "'{\"type\":\"minder\",\"threshold\":4}' (>= 3 machines; default none)");
   cmd->add_option("--missed-heartbeat", o->policy.missed_heartbeat_s,
                   "seconds without heartbeat before a machine counts as lost");
   cmd->add_option("--progress-floor", o->policy.progress_floor_s,

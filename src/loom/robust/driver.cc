@@ -19,7 +19,9 @@
 #include "loom/base/clock.h"
 #include "loom/comm/subprocess.h"
 #include "loom/robust/blocklist.h"
+#include "loom/monitor/fleet/detect/detector.h"
 #include "loom/robust/line_channel.h"
+#include "loom/robust/live_fleet.h"
 #include "loom/robust/restore_point.h"
 #include "loom/robust/self_check.h"
 #include "loom/robust/train_command.h"
@@ -69,6 +71,12 @@ class Driver {
     decisions_.open(dir_ + "/robust/decisions.jsonl", std::ios::app);
     LOOM_ASSIGN_OR_RETURN(blocklist_, Blocklist::Open(dir_ + "/robust/blocklist.json"));
     LOOM_ASSIGN_OR_RETURN(cmd_, TrainCommand::Make(o_.command, o_.self_exe, dir_ + "/train"));
+    if (!o_.detector.empty()) {
+      json spec = o_.detector[0] == '{' ? json::parse(o_.detector, nullptr, false)
+                                        : json{{"type", o_.detector}};
+      if (spec.is_discarded()) return InvalidArgumentError("--detector is not JSON: " + o_.detector);
+      LOOM_ASSIGN_OR_RETURN(detector_, monitor::MakeDetector(spec));
+    }
     std::string host;
     int port = 0;
     LOOM_RETURN_IF_ERROR(ParseHostPort(o_.listen, &host, &port));
@@ -134,6 +142,7 @@ class Driver {
         for (const std::string& note : policy_.TakeNotes()) Log("NOTE", note, {});
         if (!pids_logged) pids_logged = LogRankPids(attempt);
         UpdateStragglerAlerts();
+        RunDetector();
         if (!report_.incidents.empty() && report_.incidents.back().recover_s < 0 &&
             policy_.max_step() > resume_step && attempt > 0) {
           report_.incidents.back().recover_s = Now() - incident_at_;
@@ -218,6 +227,31 @@ class Driver {
     }
   }
 
+  // Once a second: the detector's verdict on the live series; its alert names machine + metric.
+  void RunDetector() {
+    if (!detector_ || !live_ || active_.size() < 3 || Now() - last_detect_s_ < 1.0) return;
+    last_detect_s_ = Now();
+    monitor::FleetSeries s = live_->Series(Now());
+    if (s.seconds < 10) return;
+    auto v = detector_->Evaluate(s, s.seconds - 1);
+    if (!v.ok()) {
+      Log("NOTE", "detector disabled: " + v.status().ToString(), {});
+      detector_.reset();
+      return;
+    }
+    for (size_t i = 0; i < live_->machines().size(); ++i) {
+      const std::string& name = live_->machines()[i];
+      if (v->alert && v->machine == static_cast<int>(i)) {
+        char score[32];
+        std::snprintf(score, sizeof(score), "%.1f", v->score);
+        policy_.OnAlert(name, detector_->name() + " on " + v->metric + " (score " + score + ")",
+                        Now());
+      } else {
+        policy_.OnAlert(name, "", Now());
+      }
+    }
+  }
+
   static std::string Seconds(double s) {
     char b[32];
     std::snprintf(b, sizeof(b), "%.1f s", s);
@@ -242,6 +276,11 @@ class Driver {
     const std::vector<std::string> argv = cmd_.WithResume(resume);
     policy_.StartAttempt(active_, Now());
     straggler_.Clear();
+    if (detector_) {
+      detector_->Reset();
+      live_ = std::make_unique<LiveFleet>(active_, 600, Now());
+      last_detect_s_ = Now();
+    }
     for (size_t r = 0; r < active_.size(); ++r) {
       Machine& m = machines_[active_[r]];
       json env = {{"LOOM_RANK", std::to_string(r)},
@@ -334,12 +373,17 @@ class Driver {
         for (const auto& hit : hb->log_hits) Log("NOTE", "log hit on " + m.name + ": " + hit, {});
         policy_.OnHeartbeat(*hb, Now());
         if (hb->compute_s >= 0) straggler_.Add(m.name, hb->compute_s);
+        if (live_) live_->Add(*hb, Now());
       }
     } else if (type == "exit") {
       if (j.value("attempt", -1) != attempt_) return;
       m.exited = true;
       if (handling_) return;  // killed by the driver itself
-      policy_.OnExit(m.name, j.value("code", 1), j.value("text", ""), Now());
+      // The executor's wall clock orders exits across machines; the offset to this driver's
+      // monotonic clock only shifts all of them alike.
+      const double wall_offset = WallNanos() / 1e9 - Now();
+      policy_.OnExit(m.name, j.value("code", 1), j.value("text", ""),
+                     j.value("ts_ms", int64_t{0}) / 1e3 - wall_offset);
       if (j.value("code", 1) != 0) {
         Log("NOTE", m.name + " rank " + std::to_string(j.value("rank", -1)) + " " +
                         j.value("text", ""), {});
@@ -386,6 +430,9 @@ class Driver {
   const DriverOptions& o_;
   Policy policy_;
   StragglerScore straggler_;
+  std::unique_ptr<monitor::Detector> detector_;
+  std::unique_ptr<LiveFleet> live_;
+  double last_detect_s_ = 0;
   std::string dir_;
   std::ofstream decisions_;
   std::unique_ptr<Blocklist> blocklist_;
@@ -426,10 +473,16 @@ void Driver::Dump(const Incident& inc, const std::string& incident_dir) {
                   name.c_str(), v.last.rank, v.last.state, static_cast<long long>(v.last.step),
                   static_cast<long long>(v.last.last_coll_seq), v.last.last_coll_op.c_str());
     table += std::string(table.empty() ? "" : "; ") + line;
+    // A machine whose rank already exited was not asked: its reply is absent (null).
     const json& reply = machines_[name].replies["dump"];
+    std::string text = "no stacks: rank not running or no reply";
+    if (reply.is_object() && reply.contains("text")) {
+      text = reply["text"].get<std::string>();
+    } else if (reply.is_object()) {
+      text = "no stacks: " + reply.value("error", std::string("no reply"));
+    }
     std::ofstream out(incident_dir + "/stacks-" + name + ".txt");
-    out << (reply.contains("text") ? reply["text"].get<std::string>()
-                                   : "no stacks: " + reply.value("error", "no reply"));
+    out << text;
   }
   Log("DUMP", "stacks in " + incident_dir + "; " + table, {});
 }
@@ -452,7 +505,15 @@ std::vector<std::string> Driver::Diagnose(std::vector<std::string>* evidence) {
     results[name] = {r.value("gemm_gflops", 0.0), r.value("membw_gbps", 0.0),
                      r.value("seconds", 0.0)};
   }
-  std::vector<std::string> failing = FailingSelfChecks(results, o_.selfcheck_fraction, evidence);
+  // A median of fewer than three machines is no reference (two noisy numbers on shared cores
+  // evicted a healthy machine at 0.63x): report the numbers, judge nobody.
+  std::vector<std::string> failing;
+  if (results.size() >= 3) {
+    failing = FailingSelfChecks(results, o_.selfcheck_fraction, evidence);
+  } else {
+    evidence->push_back("self-check verdicts need >= 3 machines to compare; " +
+                        std::to_string(results.size()) + " answered, nobody judged");
+  }
   for (const auto& [name, r] : results) {
     char line[160];
     std::snprintf(line, sizeof(line), "%s GEMM %.2f GFLOP/s, memory %.1f GB/s", name.c_str(),

@@ -44,6 +44,10 @@ struct DriverOptions {
   // Straggler trigger (NVRx score on compute time per step); threshold 0 (the default) turns it
   // off: on a shared 2-core host it flapped and missed a 0.3-core CPU quota (README).
   StragglerOptions straggler{.threshold = 0};
+  // A monitor/fleet detector run every second on the heartbeats' metrics (live_fleet.h), as JSON
+  // (`{"type": "minder", "threshold": 3.5}`) or a bare type name; empty: none. Its alerts go to
+  // the policy (`alert_confirm_s`). Needs >= 3 machines (peer comparison).
+  std::string detector;
 };
 
 struct IncidentRecord {

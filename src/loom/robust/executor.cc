@@ -181,7 +181,8 @@ class Executor {
     PumpOutput();
     nlohmann::json j = {{"type", "exit"},       {"machine", o_.machine},
                         {"attempt", run_.attempt}, {"rank", run_.rank},
-                        {"code", st->ShellCode()}, {"text", st->ToString()}};
+                        {"code", st->ShellCode()}, {"text", st->ToString()},
+                        {"ts_ms", WallMs()}};
     run_.proc.reset();
     return conn_->Send(j.dump());
   }

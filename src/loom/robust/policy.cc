@@ -69,12 +69,13 @@ void Policy::OnHeartbeat(const Heartbeat& hb, double now_s) {
 }
 
 void Policy::OnExit(const std::string& machine, int shell_code, const std::string& text,
-                    double now_s) {
+                    double exit_at_s) {
   auto it = views_.find(machine);
   if (it == views_.end()) return;
   it->second.exited = true;
   it->second.exit_code = shell_code;
   it->second.exit_text = text;
+  it->second.exit_at_s = exit_at_s;
   it->second.last.state = '-';
 }
 
@@ -127,12 +128,22 @@ std::vector<std::string> Policy::TakeNotes() {
 std::optional<Incident> Policy::Evaluate(double now_s) {
   if (reported_) return std::nullopt;
   std::optional<Incident> inc;
+  const MachineView* first = nullptr;
   for (const auto& [m, v] : views_) {
-    if (inc) break;
-    if (v.exited && v.exit_code != 0) {
-      inc = Incident{TriggerKind::kExit, {m},
-                     "rank " + std::to_string(v.last.rank) + " " + v.exit_text, now_s, now_s};
+    if (!v.exited || v.exit_code == 0) continue;
+    const bool signal = v.exit_code > 128, first_signal = first && first->exit_code > 128;
+    if (!first || (signal && !first_signal) ||
+        (signal == first_signal && v.exit_at_s < first->exit_at_s)) {
+      first = &v;
     }
+  }
+  if (first && first->exit_code <= 128 && now_s - first->exit_at_s < options_.exit_settle_s) {
+    return std::nullopt;  // let a signal death that caused it arrive
+  }
+  if (first) {
+    inc = Incident{TriggerKind::kExit, {first->last.machine},
+                   "rank " + std::to_string(first->last.rank) + " " + first->exit_text, now_s,
+                   first->exit_at_s};
   }
   for (const auto& [m, v] : views_) {
     if (inc) break;

@@ -11,7 +11,8 @@
 //   if (auto inc = p.Evaluate(now)) driver.Handle(*inc);
 //   for (auto& note : p.TakeNotes()) log(note);   // SUSPECT / CLEARED transitions
 //
-// Triggers: a rank exits non-zero (immediate); a rank is stopped (state T) for `confirm_s`;
+// Triggers: a rank exits non-zero (immediate; a signal death before an error exit, then the
+// earliest); a rank is stopped (state T) for `confirm_s`;
 // heartbeats missing for `missed_heartbeat_s`; no job progress for max(floor, k x p99 step
 // time) (culprit: the rank that lags in collective sequence numbers or stopped reporting —
 // MegaScale's trick — else none is named); a detector alert held for `alert_confirm_s`.
@@ -34,6 +35,9 @@ struct PolicyOptions {
   double progress_factor = 5;       // no progress for k x p99 step time (NVRx's safety factor)
   double progress_floor_s = 15;     // ... but never less than this
   double startup_timeout_s = 300;   // no first step within this long after launch
+  // An error exit (not a signal) waits this long for a signal death elsewhere: a killed rank's
+  // peers fail on the broken connection and may be reported first.
+  double exit_settle_s = 1.5;
 };
 
 enum class TriggerKind { kExit, kStopped, kMissedHeartbeat, kNoProgress, kDetectorAlert };
@@ -55,6 +59,7 @@ struct MachineView {
   bool exited = false;
   int exit_code = 0;              // shell convention (128 + signal)
   std::string exit_text;
+  double exit_at_s = 0;           // when it exited (executor clock, seconds)
   std::string alert_metric;       // detector alert currently raised ("" = none)
   double alert_since_s = -1;
 };
@@ -66,7 +71,11 @@ class Policy {
   // A new launch on `machines`; forgets the previous attempt's views.
   void StartAttempt(const std::vector<std::string>& machines, double now_s);
   void OnHeartbeat(const Heartbeat& hb, double now_s);
-  void OnExit(const std::string& machine, int shell_code, const std::string& text, double now_s);
+  // `exit_at_s`: when the executor saw the exit. When several ranks failed, the incident names
+  // the one killed by a signal (the cause; peers then fail on broken connections), else the
+  // earliest.
+  void OnExit(const std::string& machine, int shell_code, const std::string& text,
+              double exit_at_s);
   // A detector's verdict for a machine: `metric` non-empty while it alerts, empty to clear.
   void OnAlert(const std::string& machine, const std::string& metric, double now_s);
 

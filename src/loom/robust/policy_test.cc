@@ -84,6 +84,28 @@ TEST(PolicyTest, NonZeroExitIsImmediate) {
   EXPECT_NE(inc->evidence.find("signal 9"), std::string::npos);
 }
 
+// A killed rank's peer fails on the broken connection, possibly seen first: the signal death is
+// named.
+TEST(PolicyTest, SignalDeathIsNamedBeforeThePeerThatFailedBecauseOfIt) {
+  Policy p(Opts());
+  p.StartAttempt({"m0", "m1", "m2"}, 0);
+  p.OnExit("m0", 1, "exited with status 1", 1.0);
+  p.OnExit("m2", 1, "exited with status 1", 1.1);
+  p.OnExit("m1", 137, "was killed by signal 9 (Killed)", 1.2);
+  auto inc = p.Evaluate(1.5);
+  ASSERT_TRUE(inc.has_value());
+  EXPECT_EQ(inc->machines, std::vector<std::string>{"m1"});
+  Policy q(Opts());
+  q.StartAttempt({"m0", "m1", "m2"}, 0);
+  q.OnExit("m0", 1, "exited with status 1", 2.0);
+  q.OnExit("m2", 3, "exited with status 3", 1.5);
+  EXPECT_FALSE(q.Evaluate(2.5).has_value()) << "error exits wait for a signal death";
+  auto first = q.Evaluate(3.0);
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(first->machines, std::vector<std::string>{"m2"}) << "no signal: the earliest";
+  EXPECT_DOUBLE_EQ(first->onset_s, 1.5);
+}
+
 TEST(PolicyTest, CleanExitOfAllRanksIsSuccessNotAnIncident) {
   Policy p(Opts());
   p.StartAttempt({"m0", "m1"}, 0);

@@ -15,6 +15,7 @@
 #include "loom/ckpt/testing/test_util.h"
 #include "loom/robust/blocklist.h"
 #include "loom/robust/line_channel.h"
+#include "loom/robust/live_fleet.h"
 #include "loom/robust/restore_point.h"
 #include "loom/robust/self_check.h"
 #include "loom/robust/stack_dump.h"
@@ -214,6 +215,42 @@ TEST(RestorePointTest, SkipsAStepWhoseChecksumsFail) {
   p = PickRestorePoint({dir.path() + "/none"}, &rejected);
   ASSERT_TRUE(p.ok());
   EXPECT_TRUE(p->path.empty());
+}
+
+}  // namespace
+}  // namespace loom::robust
+
+namespace loom::robust {
+namespace {
+
+TEST(LiveFleetTest, AlignsHeartbeatsToSecondsWithMissingAsNan) {
+  LiveFleet fleet({"m0", "m1"}, /*horizon_s=*/5, /*start_s=*/100.0);
+  Heartbeat hb;
+  hb.state = 'R';
+  for (int t = 0; t < 8; ++t) {
+    hb.machine = "m0";
+    hb.cpu_rate = 0.5 + t;
+    hb.compute_s = 0.1;
+    hb.coll_bytes = 1000 * t;
+    fleet.Add(hb, 100.2 + t);
+    if (t != 6) {  // m1 reports nothing in second 6
+      hb.machine = "m1";
+      hb.cpu_rate = 2.0;
+      hb.compute_s = -1;  // not reported
+      hb.coll_bytes = 0;
+      fleet.Add(hb, 100.3 + t);
+    }
+  }
+  monitor::FleetSeries s = fleet.Series(108.0);  // seconds 0..7 complete; horizon keeps 3..7
+  ASSERT_EQ(s.seconds, 5);
+  ASSERT_EQ(s.metrics(), 3);
+  EXPECT_FLOAT_EQ(s.at(0, 0, 4), 7.5f);  // m0 cpu at second 7
+  EXPECT_FLOAT_EQ(s.at(0, 0, 0), 3.5f);  // second 3
+  EXPECT_FLOAT_EQ(s.at(1, 0, 4), 0.1f);
+  EXPECT_FLOAT_EQ(s.at(2, 0, 4), 1000.0f);  // bytes per second
+  EXPECT_TRUE(std::isnan(s.at(0, 1, 3))) << "m1 was silent in second 6: missing, not zero";
+  EXPECT_FLOAT_EQ(s.at(0, 1, 4), 2.0f);
+  EXPECT_TRUE(std::isnan(s.at(1, 1, 4))) << "compute_s -1 means not reported";
 }
 
 }  // namespace
