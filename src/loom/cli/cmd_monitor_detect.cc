@@ -141,6 +141,7 @@ struct EvalArgs {
   std::string vae_dir;
   double fa_budget = 0.01;
   int64_t streaming_tc_s = 30;
+  int64_t max_fault_s = 900;
   double min_fraction = -1;
   int min_channels = 0;
   int window = 0;
@@ -164,6 +165,7 @@ int RunEval(const EvalArgs& a) {
   o.detectors = a.detectors;
   o.fa_budget = a.fa_budget;
   o.streaming_tc_s = a.streaming_tc_s;
+  o.max_fault_s = a.max_fault_s;
   if (a.min_fraction > 0) o.min_fraction = a.min_fraction;
   if (a.min_channels > 0) o.min_channels = a.min_channels;
   if (a.window > 0) o.window = a.window;
@@ -212,7 +214,7 @@ void RegisterMonitorDetect(CLI::App& monitor, CliContext* ctx) {
   e->add_option("--json", ea->json, "write the full report as JSON");
   e->add_option("--machines", ea->machines, "machines per simulated job (default 64; quick 32)");
   e->add_option("--hours", ea->hours, "hours per simulated job (default 3; quick 2)");
-  e->add_option("--jobs", ea->jobs, "train,val,test job counts (default 2,4,8; quick 2,2,2)")
+  e->add_option("--jobs", ea->jobs, "train,val,test job counts (default 2,13,8; quick 2,2,2)")
       ->delimiter(',');
   e->add_option("--detectors", ea->detectors, "subset of detectors to run")->delimiter(',');
   e->add_option("--timing-machines", ea->timing_machines,
@@ -221,6 +223,8 @@ void RegisterMonitorDetect(CLI::App& monitor, CliContext* ctx) {
   e->add_option("--vae-dir", ea->vae_dir, "Minder uses the LSTM-VAE denoisers in this directory");
   e->add_option("--fa-budget", ea->fa_budget, "false alarms per machine-day allowed on validation");
   e->add_option("--streaming-tc-s", ea->streaming_tc_s, "continuity window in streaming mode");
+  e->add_option("--max-fault-s", ea->max_fault_s,
+                "longest simulated fault (default 900 = the 15-min detection horizon)");
   e->add_option("--min-fraction", ea->min_fraction,
                 "gate: fraction of T_c the candidate must hold (default 0.8; 1 = Minder's strict rule)");
   e->add_option("--min-channels", ea->min_channels,

@@ -260,6 +260,17 @@ Result<json> Timing(const FleetEvalOptions& o, const std::vector<std::string>& p
   return rows;
 }
 
+// The gate's span for continuity T_c: a windowed score keeps an excursion visible for `smear`
+// (w - 1) more seconds, so the candidate must be held for T_c + smear seconds; with a relaxed
+// gate (min_fraction f < 1) the span is stretched to ceil((T_c + smear) / f) so that the
+// required count f x span is still >= T_c + smear. Otherwise a transient shorter than T_c,
+// visible for < T_c + smear seconds, could pass a gate that counts only f of them.
+int64_t GateSpan(int64_t tc, int64_t smear, double min_fraction) {
+  const double hold = static_cast<double>(tc + smear);
+  if (!(min_fraction > 0) || min_fraction >= 1) return tc + smear;
+  return static_cast<int64_t>(std::ceil(hold / min_fraction - 1e-9));
+}
+
 }  // namespace
 
 FleetEvalOptions FleetEvalOptions::Quick() {
@@ -307,6 +318,14 @@ Result<json> RunFleetEval(const FleetEvalOptions& options, std::FILE* progress) 
   // A must-alarm fault must outlast the streaming gate of the windowed detectors (T_c + w - 1 s)
   // to be detectable at all; shorter events are the simulator's labelled transients (< T_c).
   cfg.min_fault_s = std::max<int64_t>(cfg.min_fault_s, o.streaming_tc_s + o.window);
+  // Detection only counts within 15 min of onset (scoring.h), and a job-halting stall would be
+  // acted on long before 2 h: at the elevated evaluation fault rate, hour-long faults add
+  // nothing to detection but mask the faults that arrive under them (a stall halts the job).
+  if (o.max_fault_s < cfg.min_fault_s) {
+    return InvalidArgumentError("max_fault_s (" + std::to_string(o.max_fault_s) +
+                                ") must be >= T_c + w = " + std::to_string(cfg.min_fault_s));
+  }
+  cfg.max_fault_s = o.max_fault_s;
   LOOM_RETURN_IF_ERROR(ValidateSimConfig(cfg));
   for (const std::string& d : o.detectors) {
     if (std::find(DetectorNames().begin(), DetectorNames().end(), d) == DetectorNames().end()) {
@@ -332,6 +351,7 @@ Result<json> RunFleetEval(const FleetEvalOptions& options, std::FILE* progress) 
                       {"seeds", {o.train_seed, o.val_seed, o.test_seed}},
                       {"faults_per_machine_day", o.faults_per_machine_day},
                       {"min_fault_s", cfg.min_fault_s},
+                      {"max_fault_s", cfg.max_fault_s},
                       {"must_alarm_faults", {faults[0], faults[1], faults[2]}},
                       {"machine_days", {MachineDays(splits[0].jobs), MachineDays(splits[1].jobs),
                                         MachineDays(splits[2].jobs)}},
@@ -392,7 +412,9 @@ Result<json> RunFleetEval(const FleetEvalOptions& options, std::FILE* progress) 
       // windowed detectors need T_c + w - 1 consecutive windows to see T_c seconds of fault.
       const int64_t smear = p.spec.contains("window") ? p.spec["window"].get<int64_t>() - 1 : 0;
       sch.gate.continuity_s =
-          p.gate_free ? 1 : (mode == Mode::kStreaming ? o.streaming_tc_s : o.batch_tc_s) + smear;
+          p.gate_free ? 1
+                      : GateSpan(mode == Mode::kStreaming ? o.streaming_tc_s : o.batch_tc_s, smear,
+                                 o.min_fraction);
       sch.gate.min_fraction = p.gate_free ? 1.0 : o.min_fraction;
       sch.gate.min_channels = p.gate_free ? 1 : o.min_channels;
       sch.gate.threshold = Calibrate(splits[1].jobs, tr[1], sch, ord, o.fa_budget);
@@ -411,7 +433,8 @@ Result<json> RunFleetEval(const FleetEvalOptions& options, std::FILE* progress) 
     json sweep = json::array();
     for (const int64_t tc : {1, 10, 30, 60, 120, 240}) {
       Schedule sch{Mode::kStreaming,
-                   GateOptions{3.5, tc == 1 ? 1 : tc + o.window - 1, o.min_fraction, o.min_channels}};
+                   GateOptions{3.5, tc == 1 ? 1 : GateSpan(tc, o.window - 1, o.min_fraction),
+                               o.min_fraction, o.min_channels}};
       sch.gate.threshold = Calibrate(splits[1].jobs, traces["minder"][1], sch, order, o.fa_budget);
       const Totals test = ScoreSplit(splits[2].jobs, traces["minder"][2], sch, order);
       sweep.push_back({{"continuity_s", tc}, {"threshold", sch.gate.threshold},

@@ -33,6 +33,7 @@ struct FleetEvalOptions {
   // machine-day budget allows one alarm; test stays separate (own seeds).
   int train_jobs = 2, val_jobs = 13, test_jobs = 8;
   double faults_per_machine_day = 3.0;  // elevated so the test set holds ~150 faults
+  int64_t max_fault_s = 900;         // fault durations up to the 15-min detection horizon
   uint64_t train_seed = 1000, val_seed = 2000, test_seed = 3000;  // job k uses seed + k
   double fa_budget = 0.01;           // false alarms per machine-day allowed on validation
   int64_t streaming_tc_s = 30;       // continuity window, streaming mode (issue: TTD <= 30 s)
@@ -43,7 +44,9 @@ struct FleetEvalOptions {
   double min_fraction = 0.8;
   int min_channels = 1;
   // w of the windowed detectors (Minder: 8). 18 s = two step periods of the simulated job; the
-  // gates of windowed detectors run T_c + w - 1 s so a transient shorter than T_c cannot alert.
+  // gates of windowed detectors need T_c + w - 1 candidate seconds (span stretched to
+  // (T_c + w - 1) / min_fraction) so a transient shorter than T_c cannot alert; must-alarm
+  // faults last at least T_c + w seconds (shorter events are the simulator's transients).
   int window = 18;
   std::vector<int> timing_machines = {16, 64, 256, 1024};
   int64_t timing_seconds = 900;      // job length for the timing runs

@@ -22,9 +22,15 @@ TEST(FleetEvalTest, TinyRunCalibratesOnValidationAndReportsSummary) {
   const nlohmann::json& rep = *r;
   ASSERT_EQ(rep["detectors"].size(), 6u);  // 3 detectors x {streaming, batch}
   EXPECT_GT(rep["config"]["must_alarm_faults"][2].get<int>(), 0);
+  // Must-alarm faults outlast the streaming gate of the windowed detectors: T_c + w = 48 s.
+  EXPECT_EQ(rep["config"]["min_fault_s"].get<int64_t>(), 48);
+  EXPECT_EQ(rep["config"]["max_fault_s"].get<int64_t>(), 900);
   for (const nlohmann::json& row : rep["detectors"]) {
     if (row["detector"] == "minder") {
       EXPECT_LE(row["val_fa_per_machine_day"].get<double>(), o.fa_budget) << row.dump();
+      // Gate span: (T_c + w - 1) / min_fraction = (30 + 17) / 0.8 -> 59 s streaming,
+      // (240 + 17) / 0.8 -> 322 s batch, so a relaxed gate still needs T_c + w - 1 hits.
+      EXPECT_EQ(row["continuity_s"].get<int64_t>(), row["mode"] == "streaming" ? 59 : 322);
     }
     EXPECT_GE(row["f1"].get<double>(), row["f1_ci"][0].get<double>() - 1e-12);
     EXPECT_LE(row["f1"].get<double>(), row["f1_ci"][1].get<double>() + 1e-12);
@@ -37,6 +43,14 @@ TEST(FleetEvalTest, TinyRunCalibratesOnValidationAndReportsSummary) {
   EXPECT_EQ(rep["timing"][0]["machines"], 16);
   EXPECT_EQ(rep["priority"].size(), 8u);  // CART ranks all 8 simulated metrics
   EXPECT_FALSE(FormatEvalTable(rep).empty());
+}
+
+TEST(FleetEvalTest, FaultsShorterThanTheGateAreAnError) {
+  FleetEvalOptions o = FleetEvalOptions::Quick();
+  o.max_fault_s = 40;  // < T_c + w = 48: no must-alarm fault could be detected
+  const Result<nlohmann::json> r = RunFleetEval(o, nullptr);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("max_fault_s"), std::string::npos);
 }
 
 TEST(FleetEvalTest, UnknownDetectorIsAnError) {

@@ -292,7 +292,7 @@ void RenderMachine(const SimConfig& c, uint64_t seed, int machine, const GlobalT
   }
 }
 
-// Heavy-tailed 1-60 s spikes on one metric of one machine (not step_time).
+// Heavy-tailed spikes shorter than continuity_s on one metric of one machine (not step_time).
 void AddSpikes(const SimConfig& c, uint64_t seed, int machine, FleetSeries* out) {
   const double rate = c.spikes_per_machine_hour / 3600.0;
   if (rate <= 0 || c.noise_sigma <= 0) return;
@@ -302,11 +302,18 @@ void AddSpikes(const SimConfig& c, uint64_t seed, int machine, FleetSeries* out)
     t += -std::log(1.0 - static_cast<double>(rng.NextUniform())) / rate;
     if (t >= static_cast<double>(c.seconds)) break;
     const int64_t start = static_cast<int64_t>(t);
-    const int64_t len = static_cast<int64_t>(std::exp(rng.NextUniform() * std::log(60.0))) + 1;
+    // Spikes are noise only if shorter than the continuity window in use (spec §7.4): length
+    // log-uniform in [1, max(1, continuity_s / 2)]; anything longer is a labelled fault.
+    const double max_len = std::max(1.0, static_cast<double>(c.continuity_s / 2));
+    const int64_t len = std::min<int64_t>(
+        static_cast<int64_t>(max_len),
+        static_cast<int64_t>(std::exp(rng.NextUniform() * std::log(max_len))) + 1);
     const int m = static_cast<int>(rng.NextBelow(kStep));
     const float sign = rng.NextUniform() < 0.5f ? -1.f : 1.f;
+    // Heavy-tailed amplitude: Pareto (alpha 2) from 2 x noise_sigma, capped at 12 x.
+    const float u = std::max(rng.NextUniform(), 1.f / 36.f);
     const float amp =
-        sign * (2.f + 4.f * rng.NextUniform()) * static_cast<float>(c.noise_sigma) * kNoiseScale[m];
+        sign * (2.f / std::sqrt(u)) * static_cast<float>(c.noise_sigma) * kNoiseScale[m];
     float* r = &out->at(m, machine, 0);
     for (int64_t s = start; s < std::min(c.seconds, start + len); ++s) {
       if (!std::isnan(r[s])) r[s] = std::clamp(r[s] + amp, 0.f, kUpper[m]);

@@ -22,8 +22,10 @@
 //    (period changes by ±10-25% from then on). Arrivals are Poisson at `regime_changes_per_hour`.
 //  * Noise per (machine, metric): AR(1) with coefficient `ar_coeff` and Student-t (3 degrees of
 //    freedom) innovations, stationary std `noise_sigma` x the metric's range (step_time: 0.3 x
-//    noise_sigma, relative), plus spikes of 1-60 s (log-uniform, ±2-6 x noise_sigma x range)
-//    at `spikes_per_machine_hour` on one metric of one machine. Values are clamped to the
+//    noise_sigma, relative), plus spikes of 1 .. continuity_s/2 s (log-uniform; amplitude
+//    ±Pareto(2) from 2 x noise_sigma x range, capped at 12 x) at `spikes_per_machine_hour` on
+//    one metric of one machine: noise is shorter than T_c by construction (spec §7.4), anything
+//    longer is a labelled fault or transient. Values are clamped to the
 //    metric's physical range, so idle metrics sit at exactly 0 on many machines (a robust
 //    spread of 0 across machines is normal: detectors must floor it).
 //  * Faults: Poisson arrivals at `faults_per_machine_day` over the job after `warmup_s`; a fault

@@ -405,6 +405,45 @@ TEST(FleetSimulatorTest, PlannedRegimesAreOrderedAndPausesDoNotOverlap) {
   EXPECT_GT(kinds["speed_change"], 0);
 }
 
+// Spec §7.4: unlabelled noise spikes are shorter than the continuity window (<= T_c / 2), so
+// anything that lasts T_c is a labelled fault. Spikes are isolated by rendering the same job
+// with and without them (the spike stream is separate, so nothing else changes).
+TEST(FleetSimulatorTest, SpikesAreShorterThanHalfTheContinuityWindow) {
+  SimConfig with = QuietConfig();
+  with.seconds = 4 * 3600;
+  with.spikes_per_machine_hour = 4;
+  SimConfig without = with;
+  without.spikes_per_machine_hour = 0;
+  const LabelledJob a = SimulateJob(with, 7), b = SimulateJob(without, 7);
+  // The simulator's per-metric noise scale (metric range), pfc_tx .. net_tx.
+  const double kScale[kStep] = {20, 1, 100, 400, 0.6, 200, 60};
+  int runs = 0;
+  int64_t longest = 0;
+  double biggest = 0;  // in units of noise_sigma x scale
+  for (int m = 0; m < kStep; ++m) {
+    for (int i = 0; i < with.machines; ++i) {
+      int64_t run = 0;
+      for (int64_t t = 0; t <= with.seconds; ++t) {
+        const double d = t < with.seconds ? a.series.at(m, i, t) - b.series.at(m, i, t) : 0;
+        if (d != 0) {
+          ++run;
+          biggest = std::max(biggest, std::fabs(d) / (with.noise_sigma * kScale[m]));
+        } else if (run > 0) {
+          ++runs;
+          longest = std::max(longest, run);
+          run = 0;
+        }
+      }
+    }
+  }
+  EXPECT_GT(runs, 200);  // 4 per machine-hour x 32 x 4 h = 512 expected (some clamped away)
+  EXPECT_GE(longest, 2);
+  EXPECT_LE(longest, with.continuity_s / 2);
+  // Heavy-tailed amplitude (Pareto from 2, capped at 12): some spikes reach far beyond 6 x.
+  EXPECT_GT(biggest, 8);
+  EXPECT_LE(biggest, 12.01);
+}
+
 TEST(FleetSimulatorTest, ValidateRejectsBadConfig) {
   SimConfig c;
   EXPECT_TRUE(ValidateSimConfig(c).ok());
