@@ -118,11 +118,7 @@ Result<ScoreStep> BocdDetector::Score(const FleetSeries& s, int64_t t) {
     step.machine_scores[i] = static_cast<float>(std::fabs(mean - 1.0) / sigma_);
   }
   if (n >= 3) {
-    const int best = ArgMax(step.machine_scores);
-    if (best >= 0) {
-      ch.machine = best;
-      ch.score = step.machine_scores[best];
-    }
+    SetTopCandidate(step.machine_scores, &ch);
     MarkMissingCandidate(present, &ch);
   }
   step.channels.push_back(ch);

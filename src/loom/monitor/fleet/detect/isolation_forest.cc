@@ -133,9 +133,7 @@ Result<ScoreStep> IsolationForestDetector::Score(const FleetSeries& s, int64_t t
         x, static_cast<int>(rows.size()), d, trees_, sample_,
         seed_ * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(t));
     for (size_t r = 0; r < rows.size(); ++r) step.machine_scores[rows[r]] = sc[r];
-    const int best = ArgMax(step.machine_scores);
-    ch.machine = best;
-    ch.score = step.machine_scores[best];
+    SetTopCandidate(step.machine_scores, &ch);
   }
   MarkMissingCandidate(present, &ch);
   step.channels.push_back(ch);

@@ -56,11 +56,7 @@ Result<ScoreStep> MahalanobisDetector::Score(const FleetSeries& s, int64_t t) {
     for (size_t r = 0; r < rows.size(); ++r) {
       step.machine_scores[rows[r]] = static_cast<float>(sol.col(r).norm());
     }
-    const int best = ArgMax(step.machine_scores);
-    if (best >= 0) {
-      ch.machine = best;
-      ch.score = step.machine_scores[best];
-    }
+    SetTopCandidate(step.machine_scores, &ch);
   }
   MarkMissingCandidate(present, &ch);
   step.channels.push_back(ch);

@@ -98,11 +98,7 @@ Result<ScoreStep> MinderDetector::Score(const FleetSeries& s, int64_t t) {
     ChannelScore ch{"all"};
     PeerDistanceSums(emb_.data(), n, d_total, present_all_.data(), options_.distance, sums_.data());
     RobustZ(sums_, present_all_, options_.scale_floor * std::sqrt(order_.size()), z_);
-    const int best = ArgMax(z_);
-    if (best >= 0) {
-      ch.machine = best;
-      ch.score = z_[best];
-    }
+    SetTopCandidate(z_, &ch);
     MarkMissingCandidate(present_all_, &ch);
     step.machine_scores = z_;
     step.channels.push_back(ch);
@@ -121,11 +117,7 @@ Result<ScoreStep> MinderDetector::Score(const FleetSeries& s, int64_t t) {
     }
     PeerDistanceSums(emb_.data(), n, d, win_.present.data(), options_.distance, sums_.data());
     RobustZ(sums_, win_.present, options_.scale_floor, z_);
-    const int best = ArgMax(z_);
-    if (best >= 0) {
-      ch.machine = best;
-      ch.score = z_[best];
-    }
+    SetTopCandidate(z_, &ch);
     MarkMissingCandidate(win_.present, &ch);
     if (options_.corroborate > 0) {
       std::copy(z_.begin(), z_.end(), all_z_.begin() + c * static_cast<size_t>(n));

@@ -35,11 +35,7 @@ Result<ScoreStep> NvrxStragglerDetector::Score(const FleetSeries& s, int64_t t) 
     for (int i = 0; i < n; ++i) {
       if (present[i] && med[i] > 0) step.machine_scores[i] = med[i] / fastest;
     }
-    const int best = ArgMax(step.machine_scores);
-    if (best >= 0) {
-      ch.machine = best;
-      ch.score = step.machine_scores[best];
-    }
+    SetTopCandidate(step.machine_scores, &ch);
   }
   MarkMissingCandidate(present, &ch);
   step.channels.push_back(ch);

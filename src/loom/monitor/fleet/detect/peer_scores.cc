@@ -226,6 +226,14 @@ int ArgMax(std::span<const float> x) {
 
 namespace loom::monitor {
 
+void SetTopCandidate(std::span<const float> scores, ChannelScore* ch) {
+  const int best = ArgMax(scores);
+  if (best >= 0) {
+    ch->machine = best;
+    ch->score = scores[best];
+  }
+}
+
 void MarkMissingCandidate(std::span<const uint8_t> present, ChannelScore* ch) {
   int p = 0;
   for (uint8_t v : present) p += v;

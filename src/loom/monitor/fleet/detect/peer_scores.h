@@ -62,9 +62,11 @@ int ArgMax(std::span<const float> x);
 
 namespace loom::monitor {
 
+struct ChannelScore;
+// Makes the machine with the highest finite score ch's candidate (none when all are NaN).
+void SetTopCandidate(std::span<const float> scores, ChannelScore* ch);
 // If some machines are missing but at least half the fleet is present, names the lowest-id
 // missing machine as the channel's candidate (missing = true, score = +inf).
-struct ChannelScore;
 void MarkMissingCandidate(std::span<const uint8_t> present, ChannelScore* ch);
 
 }  // namespace loom::monitor
