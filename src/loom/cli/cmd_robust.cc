@@ -56,7 +56,7 @@ void RegisterRobust(CLI::App& app, CliContext* ctx) {
   cmd->add_option("--heartbeat-ms", *heartbeat_ms, "executor heartbeat period")
       ->check(CLI::Range(50, 60000));
   cmd->add_option("--confirm", o->policy.confirm_s,
-                  "seconds a stop or detector alert must persist before acting");
+                  "seconds a stopped (state T) rank must stay stopped before acting");
   cmd->add_option("--alert-confirm", o->policy.alert_confirm_s,
                   "seconds a detector (straggler) alert must persist before acting");
   cmd->add_option("--straggler-threshold", o->straggler.threshold,
