@@ -18,6 +18,7 @@
 # Needs root, cgroup v1 (freezer, cpu, memory), iproute2 and nft (package nftables). Exit status:
 # 0 all checks passed, 1 a check failed, 2 usage, 77 not root / no namespaces. Bounded: a
 # watchdog ends it after 60 s. Everything it creates is removed on exit (also on Ctrl-C).
+source "$(dirname "$0")/netns_pair.sh"
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -84,15 +85,7 @@ if ! ip netns add "$ns_a" 2>/dev/null; then
   exit 77
 fi
 created_ns=1
-ip netns add "$ns_b"
-ip link add "$veth_a" type veth peer name "$veth_b"
-ip link set "$veth_a" netns "$ns_a"
-ip link set "$veth_b" netns "$ns_b"
-ip -n "$ns_a" addr add 10.78.1.1/24 dev "$veth_a"
-ip -n "$ns_b" addr add 10.78.1.2/24 dev "$veth_b"
-for ns in "$ns_a" "$ns_b"; do ip -n "$ns" link set lo up; done
-ip -n "$ns_a" link set "$veth_a" up
-ip -n "$ns_b" link set "$veth_b" up
+make_netns_pair "$ns_a" "$ns_b" "$veth_a" "$veth_b" 10.78.1.1/24 10.78.1.2/24
 
 # Starts `loom monitor inject ARGS` in the background (its pid in $inj) and waits HOLD seconds
 # for the fault to be in place.

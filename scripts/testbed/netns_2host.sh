@@ -9,6 +9,7 @@
 #
 # Needs root (or CAP_NET_ADMIN) and iproute2. Exit status: 77 when namespaces are unavailable,
 # otherwise non-zero if either host's command failed. Traffic stays inside the two namespaces.
+source "$(dirname "$0")/netns_pair.sh"
 set -euo pipefail
 
 rate=""
@@ -41,15 +42,7 @@ if ! ip netns add "$ns_a" 2>/dev/null; then
   echo "SKIP: cannot create network namespaces here (needs root / CAP_NET_ADMIN)"
   exit 77
 fi
-ip netns add "$ns_b"
-ip link add "$veth_a" type veth peer name "$veth_b"
-ip link set "$veth_a" netns "$ns_a"
-ip link set "$veth_b" netns "$ns_b"
-ip -n "$ns_a" addr add 10.77.0.1/24 dev "$veth_a"
-ip -n "$ns_b" addr add 10.77.0.2/24 dev "$veth_b"
-for ns in "$ns_a" "$ns_b"; do ip -n "$ns" link set lo up; done
-ip -n "$ns_a" link set "$veth_a" up
-ip -n "$ns_b" link set "$veth_b" up
+make_netns_pair "$ns_a" "$ns_b" "$veth_a" "$veth_b" 10.77.0.1/24 10.77.0.2/24
 if [ -n "$rate" ]; then
   tc -n "$ns_a" qdisc add dev "$veth_a" root tbf rate "$rate" burst 256kb latency 50ms
   tc -n "$ns_b" qdisc add dev "$veth_b" root tbf rate "$rate" burst 256kb latency 50ms
