@@ -8,6 +8,7 @@
 #include "loom/base/check.h"
 #include "loom/base/clock.h"
 #include "loom/base/env_params.h"
+#include "loom/base/trace_sink.h"
 
 namespace loom::comm {
 namespace {
@@ -67,6 +68,24 @@ std::chrono::milliseconds DefaultTimeout(std::chrono::milliseconds configured) {
   return std::chrono::milliseconds(ms);
 }
 
+// Tracing (loom/base/trace_sink.h): one record per operation, and per ring step one SEND record
+// per posted segment and one RECV record per waited segment, when a trace sink is enabled.
+constexpr uint8_t kNoDType = 0xFF;
+
+void RecordCollective(TraceSink* sink, const char* op, int64_t seq, int64_t bytes, uint8_t dtype,
+                      int rank, int64_t t0) {
+  TraceRecord r;
+  r.ts_ns = t0;
+  r.dur_ns = NowNanos() - t0;
+  r.name = op;
+  r.category = TraceCategory::kCollective;
+  r.bytes = bytes;
+  r.seq = seq;
+  r.rank = static_cast<int16_t>(rank);
+  r.dtype = dtype;
+  sink->Record(r);
+}
+
 Status WaitAll(std::vector<std::unique_ptr<PendingOp>>& ops, Deadline deadline) {
   for (auto& op : ops) {
     if (op) LOOM_RETURN_IF_ERROR(op->Wait(deadline));
@@ -86,6 +105,9 @@ struct Communicator::Call {
   int rank;
   int size;
   std::vector<std::unique_ptr<PendingOp>> sends;
+  const char* op = "";        // for trace records
+  int64_t seq = -1;           // the communicator's operation sequence number
+  uint8_t dtype = kNoDType;   // element type, set by the algorithm (trace records)
 
   // Elements per pipelined segment when a rank's chunk has `chunk_elems` elements: the
   // configured segment size, but at least ~4 segments per chunk (down to 256 KiB) unless the caller
@@ -104,6 +126,44 @@ struct Communicator::Call {
   }
   std::unique_ptr<PendingOp> Recv(char* p, int64_t bytes, int peer, OpKind k, int64_t step) {
     return t->PostRecv(p, static_cast<size_t>(bytes), peer, Slot(tag, k, step));
+  }
+  // Send plus a SEND record (ring step, segment) when tracing; the record spans the post.
+  std::unique_ptr<PendingOp> TracedSend(const char* p, int64_t bytes, int peer, OpKind k,
+                                        int64_t step, int ring_step, int chunk) {
+    TraceSink* sink = ActiveTraceSink();
+    if (sink == nullptr) return Send(p, bytes, peer, k, step);
+    const int64_t t0 = NowNanos();
+    auto pending = Send(p, bytes, peer, k, step);
+    RecordRingStep(sink, TraceCategory::kSend, t0, peer, bytes, ring_step, chunk);
+    return pending;
+  }
+  // Waits for a received segment; when tracing, a RECV record spans the wait (its end is when
+  // the data was there).
+  Status TracedWait(PendingOp& pending, int peer, int64_t bytes, int ring_step, int chunk) {
+    TraceSink* sink = ActiveTraceSink();
+    if (sink == nullptr) return pending.Wait(deadline);
+    const int64_t t0 = NowNanos();
+    Status s = pending.Wait(deadline);
+    if (s.ok()) RecordRingStep(sink, TraceCategory::kRecv, t0, peer, bytes, ring_step, chunk);
+    return s;
+  }
+  void RecordRingStep(TraceSink* sink, TraceCategory cat, int64_t t0, int peer, int64_t bytes,
+                      int ring_step, int chunk) {
+    const bool send = cat == TraceCategory::kSend;
+    TraceRecord r;
+    r.ts_ns = t0;
+    r.dur_ns = NowNanos() - t0;
+    r.name = op;
+    r.category = cat;
+    r.bytes = bytes;
+    r.seq = seq;
+    r.rank = static_cast<int16_t>(rank);
+    r.peer = static_cast<int16_t>(peer);
+    r.ring_step = static_cast<int16_t>(ring_step);
+    r.chunk = static_cast<int16_t>(std::min(chunk, 0x7FFF));
+    r.dtype = dtype;
+    r.flow_id = TraceFlowId(seq, ring_step, r.chunk, send ? rank : peer, send ? peer : rank);
+    sink->Record(r);
   }
 };
 
@@ -133,10 +193,25 @@ template <typename Body>
 Status Communicator::Run(const char* op, int64_t bytes, const std::string& what,
                          const CommOptions& opts, Body body) {
   const int64_t seq = next_seq_++;
-  if (observer_ == nullptr) return RunUnobserved(op, what, opts, body);
-  Stopwatch watch;
-  Status s = RunUnobserved(op, what, opts, body);
-  observer_->OnCollective(op, bytes, seq, watch.Seconds(), s.ok());
+  TraceSink* sink = ActiveTraceSink();
+  const int64_t trace_t0 = sink != nullptr ? NowNanos() : 0;
+  uint8_t dtype = kNoDType;
+  auto traced_body = [&](Call& c) -> Status {
+    c.op = op;
+    c.seq = seq;
+    Status st = body(c);
+    dtype = c.dtype;
+    return st;
+  };
+  Status s;
+  if (observer_ == nullptr) {
+    s = RunUnobserved(op, what, opts, traced_body);
+  } else {
+    Stopwatch watch;
+    s = RunUnobserved(op, what, opts, traced_body);
+    observer_->OnCollective(op, bytes, seq, watch.Seconds(), s.ok());
+  }
+  if (sink != nullptr) RecordCollective(sink, op, seq, bytes, dtype, rank_, trace_t0);
   return s;
 }
 
@@ -160,7 +235,10 @@ Status Communicator::RunUnobserved(const char* op, const std::string& what,
             opts.segment_bytes > 0,
             rank_,
             size_,
-            {}};
+            {},
+            op,
+            -1,
+            kNoDType};
   Status s = body(call);
   if (s.ok()) s = WaitAll(call.sends, call.deadline);
   if (!s.ok() && s.code() != StatusCode::kInvalidArgument) {
@@ -183,6 +261,7 @@ Status Communicator::Send(const TensorView& data, int dst, const CommOptions& op
                if (dst < 0 || dst >= size_ || dst == rank_) {
                  return InvalidArgumentError("bad destination rank " + std::to_string(dst));
                }
+               c.dtype = static_cast<uint8_t>(data.dtype());
                c.sends.push_back(c.Send(static_cast<const char*>(data.data()), data.nbytes(),
                                         dst, OpKind::kP2P, 0));
                return OkStatus();
@@ -197,6 +276,7 @@ Status Communicator::Recv(const TensorView& data, int src, const CommOptions& op
                if (src < 0 || src >= size_ || src == rank_) {
                  return InvalidArgumentError("bad source rank " + std::to_string(src));
                }
+               c.dtype = static_cast<uint8_t>(data.dtype());
                auto op = c.Recv(static_cast<char*>(data.data()), data.nbytes(), src,
                                 OpKind::kP2P, 0);
                return op->Wait(c.deadline);
@@ -211,6 +291,7 @@ Status Communicator::Broadcast(const TensorView& data, int root, const CommOptio
                if (root < 0 || root >= size_) {
                  return InvalidArgumentError("bad root rank " + std::to_string(root));
                }
+               c.dtype = static_cast<uint8_t>(data.dtype());
                if (size_ == 1) return OkStatus();
                // Pipelined chain root -> root+1 -> ... : segment k is forwarded as soon as it
                // arrives, so large broadcasts cost ~ one transfer time, not (P-1).
@@ -227,11 +308,15 @@ Status Communicator::Broadcast(const TensorView& data, int root, const CommOptio
                  }
                }
                for (size_t k = 0; k < segs.size(); ++k) {
-                 if (pos > 0) LOOM_RETURN_IF_ERROR(recvs[k]->Wait(c.deadline));
+                 const int64_t seg_bytes = DTypeBytes(data.dtype(), segs[k].count);
+                 const int chunk = static_cast<int>(k);
+                 if (pos > 0) {
+                   LOOM_RETURN_IF_ERROR(c.TracedWait(*recvs[k], prev, seg_bytes, 0, chunk));
+                 }
                  if (pos < size_ - 1) {
-                   c.sends.push_back(c.Send(buf + DTypeBytes(data.dtype(), segs[k].begin),
-                                            DTypeBytes(data.dtype(), segs[k].count), next,
-                                            OpKind::kBroadcast, 0));
+                   c.sends.push_back(c.TracedSend(buf + DTypeBytes(data.dtype(), segs[k].begin),
+                                                  seg_bytes, next, OpKind::kBroadcast, 0, 0,
+                                                  chunk));
                  }
                }
                return OkStatus();
@@ -268,6 +353,7 @@ Status Communicator::AllReduce(const TensorView& data, ReduceOp op, const CommOp
       if (op == ReduceOp::kAvg) DivideInPlace(data.dtype(), data.data(), data.numel(), 1);
       return OkStatus();
     }
+    c.dtype = static_cast<uint8_t>(data.dtype());
     char* buf = static_cast<char*>(data.data());
     bool direct = opts.algorithm == Algorithm::kDirect ||
                   (opts.algorithm == Algorithm::kAuto && data.nbytes() <= options_.direct_max_bytes);
@@ -287,10 +373,12 @@ Status Communicator::DirectAllReduce(Call& c, char* buf, DType dtype, int64_t n,
     recvs[p] = c.Recv(all + bytes * p, bytes, p, OpKind::kAllReduceDirect, 0);
   }
   for (int p = 0; p < size_; ++p) {
-    if (p != rank_) c.sends.push_back(c.Send(buf, bytes, p, OpKind::kAllReduceDirect, 0));
+    if (p != rank_) {
+      c.sends.push_back(c.TracedSend(buf, bytes, p, OpKind::kAllReduceDirect, 0, 0, 0));
+    }
   }
   for (int p = 0; p < size_; ++p) {
-    if (p != rank_) LOOM_RETURN_IF_ERROR(recvs[p]->Wait(c.deadline));
+    if (p != rank_) LOOM_RETURN_IF_ERROR(c.TracedWait(*recvs[p], p, bytes, 0, 0));
   }
   // The sends read `buf`; they must finish before it is overwritten with the result.
   LOOM_RETURN_IF_ERROR(WaitAll(c.sends, c.deadline));
@@ -333,23 +421,32 @@ Status Communicator::RingAllReduce(Call& c, char* buf, DType dtype, int64_t n, R
     }
   }
   // Phase 1: reduce-scatter. At step s rank r sends chunk r-s and receives chunk r-s-1.
-  for (const Range& sg : Segments(chunks[r], seg)) {
-    c.sends.push_back(c.Send(buf + B(sg.begin), B(sg.count), right, OpKind::kAllReduceRs, 0));
+  // Trace ring steps: reduce-scatter steps 0..P-2, then all-gather steps P-1..2P-3; the chunk
+  // is the segment index within the step (equal on sender and receiver).
+  {
+    int k = 0;
+    for (const Range& sg : Segments(chunks[r], seg)) {
+      c.sends.push_back(c.TracedSend(buf + B(sg.begin), B(sg.count), right, OpKind::kAllReduceRs,
+                                     0, 0, k++));
+    }
   }
   for (int s = 0; s <= P - 2; ++s) {
     const Range ch = chunks[Mod(r - s - 1, P)];
     const auto segs = Segments(ch, seg);
     for (size_t k = 0; k < segs.size(); ++k) {
-      LOOM_RETURN_IF_ERROR(rs[s][k]->Wait(c.deadline));
+      const int chunk = static_cast<int>(k);
+      LOOM_RETURN_IF_ERROR(c.TracedWait(*rs[s][k], left, B(segs[k].count), s, chunk));
       char* dst = buf + B(segs[k].begin);
       ReduceInto(dtype, op, dst, dst, tmp + tmp_bytes * s + B(segs[k].begin - ch.begin),
                  segs[k].count);
       if (s + 1 <= P - 2) {
-        c.sends.push_back(c.Send(dst, B(segs[k].count), right, OpKind::kAllReduceRs, s + 1));
+        c.sends.push_back(
+            c.TracedSend(dst, B(segs[k].count), right, OpKind::kAllReduceRs, s + 1, s + 1, chunk));
       } else {
         // This chunk (r+1) is now fully reduced: finish it and start the all-gather at once.
         if (op == ReduceOp::kAvg) DivideInPlace(dtype, dst, segs[k].count, P);
-        c.sends.push_back(c.Send(dst, B(segs[k].count), right, OpKind::kAllReduceAg, 0));
+        c.sends.push_back(
+            c.TracedSend(dst, B(segs[k].count), right, OpKind::kAllReduceAg, 0, P - 1, chunk));
       }
     }
   }
@@ -357,10 +454,11 @@ Status Communicator::RingAllReduce(Call& c, char* buf, DType dtype, int64_t n, R
   for (int s = 0; s <= P - 2; ++s) {
     const auto segs = Segments(chunks[Mod(r - s, P)], seg);
     for (size_t k = 0; k < segs.size(); ++k) {
-      LOOM_RETURN_IF_ERROR(ag[s][k]->Wait(c.deadline));
+      const int chunk = static_cast<int>(k);
+      LOOM_RETURN_IF_ERROR(c.TracedWait(*ag[s][k], left, B(segs[k].count), P - 1 + s, chunk));
       if (s + 1 <= P - 2) {
-        c.sends.push_back(c.Send(buf + B(segs[k].begin), B(segs[k].count), right,
-                                 OpKind::kAllReduceAg, s + 1));
+        c.sends.push_back(c.TracedSend(buf + B(segs[k].begin), B(segs[k].count), right,
+                                       OpKind::kAllReduceAg, s + 1, P + s, chunk));
       }
     }
   }
@@ -407,6 +505,7 @@ Status Communicator::RingReduceScatter(Call& c, const char* in, char* out, DType
                                        ReduceOp op) {
   const int P = size_, r = rank_;
   const int left = Mod(r - 1, P), right = Mod(r + 1, P);
+  c.dtype = static_cast<uint8_t>(dtype);
   const int64_t seg = c.SegElems(dtype, m);
   const int64_t block = DTypeBytes(dtype, m);
   auto B = [&](int64_t elems) { return DTypeBytes(dtype, elems); };
@@ -426,9 +525,9 @@ Status Communicator::RingReduceScatter(Call& c, const char* in, char* out, DType
     }
   }
   const char* first = in + block * Mod(r - 1, P);
-  for (const Range& sg : segs) {
-    sends[0].push_back(
-        c.Send(first + B(sg.begin), B(sg.count), right, OpKind::kReduceScatter, 0));
+  for (size_t k = 0; k < segs.size(); ++k) {
+    sends[0].push_back(c.TracedSend(first + B(segs[k].begin), B(segs[k].count), right,
+                                    OpKind::kReduceScatter, 0, 0, static_cast<int>(k)));
   }
   for (int s = 0; s <= P - 2; ++s) {
     // acc[s % 2] is rewritten below; the sends that read it two steps ago must be done.
@@ -437,14 +536,16 @@ Status Communicator::RingReduceScatter(Call& c, const char* in, char* out, DType
     const bool last = s == P - 2;
     char* target = last ? out : acc[s % 2];
     for (size_t k = 0; k < segs.size(); ++k) {
-      LOOM_RETURN_IF_ERROR(recvs[s][k]->Wait(c.deadline));
+      LOOM_RETURN_IF_ERROR(
+          c.TracedWait(*recvs[s][k], left, B(segs[k].count), s, static_cast<int>(k)));
       const int64_t off = B(segs[k].begin);
       ReduceInto(dtype, op, target + off, mine + off, base + block * s + off, segs[k].count);
       if (last) {
         if (op == ReduceOp::kAvg) DivideInPlace(dtype, target + off, segs[k].count, P);
       } else {
-        sends[s + 1].push_back(
-            c.Send(target + off, B(segs[k].count), right, OpKind::kReduceScatter, s + 1));
+        sends[s + 1].push_back(c.TracedSend(target + off, B(segs[k].count), right,
+                                            OpKind::kReduceScatter, s + 1, s + 1,
+                                            static_cast<int>(k)));
       }
     }
   }
@@ -516,6 +617,7 @@ Status Communicator::RingAllGatherV(Call& c, char* out, DType dtype,
     blocks[i] = {pos, counts[i]};
     pos += counts[i];
   }
+  c.dtype = static_cast<uint8_t>(dtype);
   const int64_t seg = c.SegElems(dtype, pos / P);
   auto B = [&](int64_t elems) { return DTypeBytes(dtype, elems); };
   // Step s: receive block r-s-1 from the left, forward it to the right at step s+1.
@@ -525,16 +627,21 @@ Status Communicator::RingAllGatherV(Call& c, char* out, DType dtype,
       recvs[s].push_back(c.Recv(out + B(sg.begin), B(sg.count), left, OpKind::kAllGather, s));
     }
   }
-  for (const Range& sg : Segments(blocks[r], seg)) {
-    c.sends.push_back(c.Send(out + B(sg.begin), B(sg.count), right, OpKind::kAllGather, 0));
+  {
+    int k = 0;
+    for (const Range& sg : Segments(blocks[r], seg)) {
+      c.sends.push_back(
+          c.TracedSend(out + B(sg.begin), B(sg.count), right, OpKind::kAllGather, 0, 0, k++));
+    }
   }
   for (int s = 0; s <= P - 2; ++s) {
     const auto segs = Segments(blocks[Mod(r - s - 1, P)], seg);
     for (size_t k = 0; k < segs.size(); ++k) {
-      LOOM_RETURN_IF_ERROR(recvs[s][k]->Wait(c.deadline));
+      const int chunk = static_cast<int>(k);
+      LOOM_RETURN_IF_ERROR(c.TracedWait(*recvs[s][k], left, B(segs[k].count), s, chunk));
       if (s + 1 <= P - 2) {
-        c.sends.push_back(c.Send(out + B(segs[k].begin), B(segs[k].count), right,
-                                 OpKind::kAllGather, s + 1));
+        c.sends.push_back(c.TracedSend(out + B(segs[k].begin), B(segs[k].count), right,
+                                       OpKind::kAllGather, s + 1, s + 1, chunk));
       }
     }
   }
@@ -581,6 +688,7 @@ Status Communicator::AllToAllV(const TensorView& in, std::span<const int64_t> in
           return InvalidArgumentError("this rank's own block differs between in and out counts");
         }
         const DType t = in.dtype();
+        c.dtype = static_cast<uint8_t>(t);
         if (t == DType::kI4) {
           for (int i = 0; i < size_; ++i) {
             if (in_counts[i] % 2 || out_counts[i] % 2) {

@@ -72,6 +72,9 @@ json TrainConfigToJson(const TrainConfig& c) {
        {{"grad", c.compress.grad}, {"weights", c.compress.weights},
         {"warmup_steps", c.compress.warmup_steps}, {"error_feedback", c.compress.error_feedback},
         {"plan", c.compress.plan}, {"plan_codecs", c.compress.plan_codecs}}},
+      {"trace",
+       {{"steps", c.trace.steps}, {"dir", c.trace.dir}, {"every", c.trace.every},
+        {"buffer_mb", c.trace.buffer_mb}}},
       {"resume", c.resume},
   };
 }
@@ -92,6 +95,29 @@ Status OneOf(const std::string& value, std::initializer_list<const char*> allowe
     list += (list.empty() ? "" : ", ") + std::string(a);
   }
   return InvalidArgumentError("config key '" + key + "': '" + value + "' is not one of " + list);
+}
+
+// "A-B" or "N" (1-based, inclusive) into t->first_step / t->last_step.
+Status ParseTraceSteps(TraceConfig* t) {
+  if (t->steps.empty()) return OkStatus();
+  auto bad = [&] {
+    return InvalidArgumentError("config key 'trace.steps': '" + t->steps +
+                                "' is not a step range like 20-40 or a step like 5 (steps count "
+                                "from 1)");
+  };
+  const size_t dash = t->steps.find('-');
+  const std::string a = t->steps.substr(0, dash);
+  const std::string b = dash == std::string::npos ? a : t->steps.substr(dash + 1);
+  auto parse = [](const std::string& s, int64_t* v) {
+    if (s.empty() || s.size() > 12 || s.find_first_not_of("0123456789") != std::string::npos) {
+      return false;
+    }
+    *v = std::stoll(s);
+    return true;
+  };
+  if (!parse(a, &t->first_step) || !parse(b, &t->last_step)) return bad();
+  if (t->first_step < 1 || t->last_step < t->first_step) return bad();
+  return OkStatus();
 }
 
 Status Validate(const TrainConfig& c, int world) {
@@ -129,6 +155,8 @@ Status Validate(const TrainConfig& c, int world) {
   LOOM_RETURN_IF_ERROR(Check(c.log_every >= 1, "log.every", "must be >= 1"));
   LOOM_RETURN_IF_ERROR(Check(c.sample_tokens >= 0, "sample.tokens", "must be >= 0"));
   LOOM_RETURN_IF_ERROR(Check(!c.sample_prompt.empty(), "sample.prompt", "must not be empty"));
+  LOOM_RETURN_IF_ERROR(Check(c.trace.every >= 1, "trace.every", "must be >= 1"));
+  LOOM_RETURN_IF_ERROR(Check(c.trace.buffer_mb > 0, "trace.buffer_mb", "must be > 0"));
   LOOM_RETURN_IF_ERROR(Check(c.ckpt.every >= 0, "ckpt.every", "must be >= 0 (0: no checkpoints)"));
   LOOM_RETURN_IF_ERROR(Check(c.ckpt.keep >= 0, "ckpt.keep", "must be >= 0 (0: keep all)"));
   LOOM_RETURN_IF_ERROR(OneOf(c.ckpt.load, {"independent", "cooperative"}, "ckpt.load"));
@@ -210,10 +238,15 @@ Result<TrainConfig> ResolveTrainConfig(const json* file, const std::vector<std::
     c.compress.error_feedback = j["compress"]["error_feedback"];
     c.compress.plan = j["compress"]["plan"];
     c.compress.plan_codecs = j["compress"]["plan_codecs"];
+    c.trace.steps = j["trace"]["steps"];
+    c.trace.dir = j["trace"]["dir"];
+    c.trace.every = j["trace"]["every"];
+    c.trace.buffer_mb = j["trace"]["buffer_mb"];
     c.resume = j["resume"];
   } catch (const json::exception& e) {
     return InvalidArgumentError(std::string("config: ") + e.what());
   }
+  LOOM_RETURN_IF_ERROR(ParseTraceSteps(&c.trace));
   LOOM_RETURN_IF_ERROR(Validate(c, world_size));
   return c;
 }

@@ -67,6 +67,23 @@ struct CompressConfig {
   std::vector<std::string> PlanCodecList() const;  // plan_codecs split at commas
 };
 
+// Tracing (src/loom/trace/tracer). `steps`: "A-B" (inclusive) or "N", in the 1-based step
+// numbers of the progress lines and metrics.jsonl; "" (default) traces nothing and costs one
+// atomic load per span. Each rank writes <dir>/rank<r>.trace.json (Kineto JSON: open it in
+// ui.perfetto.dev) when training ends or fails; `dir` empty: <run_dir>/trace. `every`: trace
+// every n-th step of the window. `buffer_mb`: record buffer per thread (64-byte records); spans
+// beyond it are dropped and counted in the trace ("loom.dropped").
+struct TraceConfig {
+  std::string steps;
+  std::string dir;
+  int64_t every = 1;
+  double buffer_mb = 16;
+  // Derived from `steps` by ResolveTrainConfig: first and last traced step (0, -1: off).
+  int64_t first_step = 0;
+  int64_t last_step = -1;
+  bool enabled() const { return !steps.empty(); }
+};
+
 struct TrainConfig {
   std::string run_dir;  // empty: runs/<timestamp>
   uint64_t seed = 1234;
@@ -93,6 +110,7 @@ struct TrainConfig {
   std::string init_export;  // write the initial weights here (safetensors) before training
   CkptConfig ckpt;
   CompressConfig compress;
+  TraceConfig trace;
   // Resume from this checkpoint (a checkpoint root or one step directory): weights, optimizer
   // state and step; any world size and dist.mode. "auto": the newest committed step in ckpt.dir
   // or ckpt.persist_dir, or a fresh start when there is none (for restart loops).

@@ -24,6 +24,31 @@ TEST(TrainConfigTest, DefaultsResolveAndOverridesApply) {
   EXPECT_EQ(TrainConfigToJson(*again), j);
 }
 
+TEST(TrainConfigTest, TraceStepsParseAndBadRangesAreRejected) {
+  auto off = ResolveTrainConfig(nullptr, {}, 1);
+  ASSERT_TRUE(off.ok());
+  EXPECT_FALSE(off->trace.enabled());
+  auto c = ResolveTrainConfig(nullptr, {"trace.steps=20-40", "trace.dir=/tmp/t"}, 1);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_TRUE(c->trace.enabled());
+  EXPECT_EQ(c->trace.first_step, 20);
+  EXPECT_EQ(c->trace.last_step, 40);
+  EXPECT_EQ(c->trace.dir, "/tmp/t");
+  auto one = ResolveTrainConfig(nullptr, {"trace.steps=7"}, 1);
+  ASSERT_TRUE(one.ok());
+  EXPECT_EQ(one->trace.first_step, 7);
+  EXPECT_EQ(one->trace.last_step, 7);
+  for (const char* bad : {"trace.steps=40-20", "trace.steps=0-3", "trace.steps=a-b",
+                          "trace.steps=3-", "trace.steps=-3"}) {
+    auto r = ResolveTrainConfig(nullptr, {bad}, 1);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(std::string(r.status().message()).find("trace.steps"), std::string::npos) << bad;
+  }
+  auto every = ResolveTrainConfig(nullptr, {"trace.steps=1-2", "trace.every=0"}, 1);
+  ASSERT_FALSE(every.ok());
+  EXPECT_NE(std::string(every.status().message()).find("trace.every"), std::string::npos);
+}
+
 TEST(TrainConfigTest, FileThenOverrides) {
   nlohmann::json file = nlohmann::json::parse(R"({"steps": 20, "batch": {"global": 32}})");
   auto c = ResolveTrainConfig(&file, {"steps=30"}, 2);

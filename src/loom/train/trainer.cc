@@ -6,13 +6,16 @@
 #include <cmath>
 #include <cstdio>
 #include <ctime>
+#include <optional>
 #include <ostream>
 #include <thread>
 
 #include <nlohmann/json.hpp>
 
 #include "loom/base/clock.h"
+#include "loom/base/file_util.h"
 #include "loom/base/logging.h"
+#include "loom/base/trace_sink.h"
 #include "loom/monitor/app/app_reporter.h"
 #include "loom/nn/byte_tokenizer.h"
 #include "loom/nn/gpt.h"
@@ -31,6 +34,8 @@
 #include "loom/train/progress.h"
 #include "loom/train/run_report.h"
 #include "loom/train/text_dataset.h"
+#include "loom/trace/tracer/clock_sync.h"
+#include "loom/trace/tracer/tracer.h"
 
 namespace loom::train {
 namespace {
@@ -73,6 +78,64 @@ Result<std::string> AgreeOnRunDir(const TrainConfig& cfg, comm::Communicator& co
       comm.Broadcast(TensorView(dir.data(), DType::kU8, {len}), 0).WithContext("run_dir"));
   return dir;
 }
+
+// trace.steps: a Tracer installed as the process's trace sink while training runs. Writes
+// <trace.dir>/rank<r>.trace.json at Finish(), or from the destructor when training failed
+// (declare it before anything that runs threads which record, so they are joined first).
+class TraceSession {
+ public:
+  static Result<std::unique_ptr<TraceSession>> Start(const TrainConfig& cfg,
+                                                     const std::string& run_dir,
+                                                     comm::Communicator& comm) {
+    const std::string dir = cfg.trace.dir.empty() ? run_dir + "/trace" : cfg.trace.dir;
+    LOOM_RETURN_IF_ERROR(MakeDirs(dir).WithContext("trace.dir"));
+    trace::TracerOptions o{
+        .rank = comm.rank(),
+        .world_size = comm.size(),
+        .start_step = cfg.trace.first_step,
+        .end_step = cfg.trace.last_step,
+        .every_n = cfg.trace.every,
+        .capacity_per_thread = std::max<int64_t>(
+            1, static_cast<int64_t>(cfg.trace.buffer_mb * (1 << 20)) / 64),
+        .trace_name = "loom train rank " + std::to_string(comm.rank())};
+    auto s = std::unique_ptr<TraceSession>(
+        new TraceSession(o, dir + "/rank" + std::to_string(comm.rank()) + ".trace.json"));
+    // Collective: every rank gets the same trace config. Nothing else uses comm yet.
+    LOOM_ASSIGN_OR_RETURN(trace::ClockOffset off, trace::EstimateClockOffset(comm, s->tracer_));
+    s->tracer_.set_clock_offset(off);
+    s->install_.emplace(&s->tracer_);
+    return s;
+  }
+  ~TraceSession() {
+    if (written_) return;
+    Status s = Finish(nullptr);
+    if (!s.ok()) LOOM_LOG(WARNING, "train") << "trace not written: " << s.ToString();
+  }
+  // Step numbers are 1-based (as in the progress lines): step `step` of the loop is step + 1.
+  void SetStep(int64_t step) { tracer_.SetStep(step + 1); }
+  Status Finish(std::ostream* out) {
+    install_.reset();
+    written_ = true;
+    LOOM_RETURN_IF_ERROR(tracer_.WriteKinetoJson(path_).WithContext("trace"));
+    const trace::TracerStats st = tracer_.stats();
+    if (out != nullptr) {
+      *out << "trace: " << path_ << " (" << st.records << " spans"
+           << (st.dropped ? ", " + std::to_string(st.dropped) + " dropped: raise trace.buffer_mb"
+                          : std::string())
+           << "; open in ui.perfetto.dev)\n"
+           << std::flush;
+    }
+    return OkStatus();
+  }
+
+ private:
+  TraceSession(trace::TracerOptions o, std::string path)
+      : tracer_(std::move(o)), path_(std::move(path)) {}
+  trace::Tracer tracer_;
+  std::string path_;
+  std::optional<ScopedTraceSinkInstall> install_;
+  bool written_ = false;
+};
 
 at::Tensor AsTensor(std::vector<int64_t>& v, int64_t b, int64_t t) {
   return at::from_blob(v.data(), {b, t}, at::TensorOptions().dtype(at::kLong));
@@ -177,12 +240,19 @@ double ForwardBackward(Run& r, GradReducer& reducer, int64_t step, float* grads,
   const TrainConfig& cfg = r.cfg;
   double step_loss = 0;
   for (int64_t m = 0; m < r.accum; ++m) {
+    std::optional<ScopedTrace> load_span(std::in_place, TraceCategory::kDataLoader, "dataloader");
     TokenBatch b = r.data->TrainBatch(cfg.seed, step, r.comm.rank(), r.comm.size(), r.accum, m,
                                       cfg.micro_batch, r.seq_len);
+    load_span.reset();
     reducer.BeginMicroStep(m == r.accum - 1);
+    std::optional<ScopedTrace> fwd_span(std::in_place, TraceCategory::kForward, "forward");
     at::Tensor loss = r.model->Loss(AsTensor(b.tokens, b.batch, b.seq_len),
                                     AsTensor(b.targets, b.batch, b.seq_len));
-    (loss / static_cast<double>(r.accum)).backward();
+    fwd_span.reset();
+    {
+      ScopedTrace bwd_span(TraceCategory::kBackward, "backward");
+      (loss / static_cast<double>(r.accum)).backward();
+    }
     step_loss += loss.item<double>() / r.accum;
     if (grad_bf16 != nullptr && m < r.accum - 1) {
       // Accumulate micro-steps in fp32, not in the bf16 gradient buffer.
@@ -294,6 +364,10 @@ Result<TrainSummary> RunTraining(const TrainConfig& cfg, comm::Communicator& com
                                  .from_step = cfg.compress.warmup_steps});
   }
   LOOM_ASSIGN_OR_RETURN(std::string run_dir, AgreeOnRunDir(cfg, comm));
+  std::unique_ptr<TraceSession> tracing;  // before the reducer: its thread records into it
+  if (cfg.trace.enabled()) {
+    LOOM_ASSIGN_OR_RETURN(tracing, TraceSession::Start(cfg, run_dir, comm));
+  }
   std::unique_ptr<TrainCheckpointer> default_hook;
   if (hook == nullptr && (cfg.ckpt.every > 0 || !cfg.resume.empty())) {
     default_hook = std::make_unique<TrainCheckpointer>(cfg, run_dir, &comm,
@@ -354,6 +428,8 @@ Result<TrainSummary> RunTraining(const TrainConfig& cfg, comm::Communicator& com
   Stopwatch total, window;
   report_phase("train");
   for (int64_t step = start_step; step < cfg.steps; ++step) {
+    if (tracing) tracing->SetStep(step);
+    ScopedTrace step_span(TraceCategory::kStep, "step");  // ProfilerStep#<step + 1>
     Stopwatch step_timer;
     const double lr = LearningRate(step, cfg.steps, cfg.optim.warmup_steps, cfg.optim.lr,
                                    cfg.optim.min_lr);
@@ -367,16 +443,24 @@ Result<TrainSummary> RunTraining(const TrainConfig& cfg, comm::Communicator& com
     const double step_loss = ForwardBackward(r, reducer, step, grads, grad_bf16);
     const double fwd_bwd_s = phase.Seconds();
     window_fwd_bwd += fwd_bwd_s;
-    LOOM_RETURN_IF_ERROR(reducer.FinishStep().WithContext("step " + std::to_string(step)));
+    {
+      ScopedTrace wait_span(TraceCategory::kCompute, "wait_grad_sync");
+      LOOM_RETURN_IF_ERROR(reducer.FinishStep().WithContext("step " + std::to_string(step)));
+    }
     phase.Reset();
+    std::optional<ScopedTrace> opt_span(std::in_place, TraceCategory::kOptimizer, "optimizer");
     LOOM_ASSIGN_OR_RETURN(auto res, opt.Step(lr, step + 1));  // also refreshes bf16 weights
+    opt_span.reset();
     window_optim += phase.Seconds();
     LOOM_RETURN_IF_ERROR(bucket_planner.AfterStep(step, reducer));
     state.step = step + 1;
     const bool ckpt_due = hook != nullptr && cfg.ckpt.every > 0 &&
                           (state.step % cfg.ckpt.every == 0 || state.step == cfg.steps);
     if (ckpt_due) report_phase("ckpt_save");
-    if (hook != nullptr) LOOM_RETURN_IF_ERROR(hook->AfterStep(state));
+    if (hook != nullptr) {
+      ScopedTrace ckpt_span(TraceCategory::kCheckpoint, "checkpoint");
+      LOOM_RETURN_IF_ERROR(hook->AfterStep(state));
+    }
     if (ckpt_due) report_phase("train");
 
     const double secs = step_timer.Seconds();
@@ -423,6 +507,12 @@ Result<TrainSummary> RunTraining(const TrainConfig& cfg, comm::Communicator& com
     window.Reset();
   }
 
+  if (tracing) {
+    // A trace that cannot be written does not fail a finished training run.
+    if (Status ts = tracing->Finish(&out); !ts.ok()) {
+      LOOM_LOG(WARNING, "train") << "trace not written: " << ts.ToString();
+    }
+  }
   if (hook != nullptr) LOOM_RETURN_IF_ERROR(hook->Finish());
   if (!step_tps.empty()) {
     std::sort(step_tps.begin(), step_tps.end());
