@@ -29,6 +29,10 @@ void RegisterBenchTrain(CLI::App& bench, CliContext* ctx);
 void RegisterBenchCkpt(CLI::App& bench, CliContext* ctx);
 void RegisterBenchCodecs(CLI::App& bench, CliContext* ctx);
 void RegisterBenchConvergence(CLI::App& bench, CliContext* ctx);
+// `loom bench overlap` (cmd_bench_overlap.cc): tile-level compute-communication overlap (issue 7).
+void RegisterBenchOverlap(CLI::App& bench, CliContext* ctx);
+// `loom bench overlap-peer` (cmd_bench_overlap_peer.cc): OpenMPI/Gloo peers of `bench overlap`.
+void RegisterBenchOverlapPeer(CLI::App& bench, CliContext* ctx);
 // `loom monitor ...`: agent (cmd_monitor_agent.cc); simulate (cmd_monitor_simulate.cc); detect,
 // eval (cmd_monitor_detect.cc); inject (cmd_monitor_inject.cc).
 void RegisterMonitorAgent(CLI::App& monitor, CliContext* ctx);

@@ -20,6 +20,8 @@ int main(int argc, char** argv) {
   loom::cli::RegisterBenchCkpt(*bench, &ctx);
   loom::cli::RegisterBenchCodecs(*bench, &ctx);
   loom::cli::RegisterBenchConvergence(*bench, &ctx);
+  loom::cli::RegisterBenchOverlap(*bench, &ctx);
+  loom::cli::RegisterBenchOverlapPeer(*bench, &ctx);
   CLI::App* monitor = app.add_subcommand("monitor", "metrics agent, faulty-machine detection, fault injection");
   monitor->require_subcommand(1);
   loom::cli::RegisterMonitorAgent(*monitor, &ctx);
