@@ -1,0 +1,275 @@
+#include "loom/trace/costmodel/evaluate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <set>
+
+#include "loom/trace/costmodel/metrics.h"
+
+namespace loom::trace::costmodel {
+namespace {
+
+std::vector<float> LogTargets(const Dataset& ds, const std::vector<int>& idx) {
+  std::vector<float> y;
+  for (int i : idx) y.push_back(static_cast<float>(std::log(ds.samples[i].latency_s)));
+  return y;
+}
+
+std::vector<double> Truth(const Dataset& ds, const std::vector<int>& idx) {
+  std::vector<double> y;
+  for (int i : idx) y.push_back(ds.samples[i].latency_s);
+  return y;
+}
+
+std::vector<double> Exp(const std::vector<float>& v) {
+  std::vector<double> out;
+  for (float x : v) out.push_back(std::exp(static_cast<double>(x)));
+  return out;
+}
+
+MetricRow Score(const std::string& split, const std::string& model, int n_train,
+                const std::vector<double>& truth, const std::vector<double>& pred) {
+  return MetricRow{split,
+                   model,
+                   n_train,
+                   static_cast<int>(truth.size()),
+                   Mape(truth, pred),
+                   MedianApe(truth, pred),
+                   RmseLog(truth, pred),
+                   KendallTau(truth, pred)};
+}
+
+std::vector<int> Without(const std::vector<int>& all, const std::vector<int>& drop) {
+  std::set<int> d(drop.begin(), drop.end());
+  std::vector<int> out;
+  for (int i : all) {
+    if (!d.count(i)) out.push_back(i);
+  }
+  return out;
+}
+
+std::vector<int> Concat(std::vector<int> a, const std::vector<int>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+}  // namespace
+
+Result<std::vector<MetricRow>> EvaluateSplit(const Dataset& ds, const std::vector<int>& train,
+                                             const std::vector<int>& test, const std::string& split,
+                                             const EvalOptions& o) {
+  if (train.empty() || test.empty()) {
+    return InvalidArgumentError("costmodel: split '" + split + "' has " +
+                                std::to_string(train.size()) + " train and " +
+                                std::to_string(test.size()) + " test samples");
+  }
+  std::vector<MetricRow> rows;
+  const std::vector<double> truth = Truth(ds, test);
+  std::vector<double> roof;
+  for (int i : test) {
+    const Sample& s = ds.samples[i];
+    roof.push_back(RooflineSeconds(s.flops, s.bytes, *ds.FindDevice(s.device)));
+  }
+  rows.push_back(Score(split, "roofline", 0, truth, roof));
+  LOOM_ASSIGN_OR_RETURN(FeatureMatrix xtr, PooledMatrix(ds, train));
+  LOOM_ASSIGN_OR_RETURN(FeatureMatrix xte, PooledMatrix(ds, test));
+  const std::vector<float> ytr = LogTargets(ds, train);
+  LOOM_ASSIGN_OR_RETURN(XgbRegressor xgb, XgbRegressor::Train(xtr, ytr, o.xgb));
+  LOOM_ASSIGN_OR_RETURN(std::vector<float> px, xgb.Predict(xte));
+  rows.push_back(Score(split, "xgboost", static_cast<int>(train.size()), truth, Exp(px)));
+  Mlp mlp;
+  mlp.Train(xtr, ytr, o.mlp);
+  rows.push_back(
+      Score(split, "mlp_no_pe", static_cast<int>(train.size()), truth, Exp(mlp.Predict(xte))));
+  return rows;
+}
+
+Result<std::vector<FewShotRow>> EvaluateFewShot(const Dataset& ds, const std::string& target,
+                                                const EvalOptions& o) {
+  std::vector<int> source, pool;
+  for (int i = 0; i < static_cast<int>(ds.samples.size()); ++i) {
+    (ds.samples[i].device == target ? pool : source).push_back(i);
+  }
+  if (pool.size() < 20 || source.empty()) {
+    return InvalidArgumentError("costmodel: few-shot target " + target + " has " +
+                                std::to_string(pool.size()) + " samples (need >= 20)");
+  }
+  const int budget = std::max(1, static_cast<int>(std::ceil(o.fewshot_fraction * pool.size())));
+  LOOM_ASSIGN_OR_RETURN(FeatureMatrix xs, PooledMatrix(ds, source));
+  LOOM_ASSIGN_OR_RETURN(FeatureMatrix xp, PooledMatrix(ds, pool));
+  const std::vector<float> ys = LogTargets(ds, source);
+  LOOM_ASSIGN_OR_RETURN(XgbRegressor xgb0, XgbRegressor::Train(xs, ys, o.xgb));
+  Mlp mlp0;
+  mlp0.Train(xs, ys, o.mlp);
+
+  // Scores one selection (positions into `pool`) for both models.
+  auto run = [&](const std::vector<int>& picked_pos) -> Result<std::pair<double, double>> {
+    std::vector<int> picked;
+    for (int p : picked_pos) picked.push_back(pool[p]);
+    const std::vector<int> test = Without(pool, picked);
+    LOOM_ASSIGN_OR_RETURN(FeatureMatrix xt, PooledMatrix(ds, test));
+    LOOM_ASSIGN_OR_RETURN(FeatureMatrix xa, PooledMatrix(ds, Concat(source, picked)));
+    std::vector<float> w(source.size(), 1.f);
+    w.resize(source.size() + picked.size(), o.fewshot_weight);
+    LOOM_ASSIGN_OR_RETURN(
+        XgbRegressor xgb,
+        XgbRegressor::Train(xa, LogTargets(ds, Concat(source, picked)), o.xgb, &w));
+    LOOM_ASSIGN_OR_RETURN(std::vector<float> px, xgb.Predict(xt));
+    std::vector<int> mix = source;
+    for (int c = 0; c < static_cast<int>(o.fewshot_weight); ++c) mix = Concat(mix, picked);
+    LOOM_ASSIGN_OR_RETURN(FeatureMatrix xk, PooledMatrix(ds, mix));
+    Mlp mlp = mlp0.Clone();
+    mlp.FineTune(xk, LogTargets(ds, mix), o.finetune_epochs, o.finetune_lr);
+    const std::vector<double> truth = Truth(ds, test);
+    return std::make_pair(Mape(truth, Exp(px)), Mape(truth, Exp(mlp.Predict(xt))));
+  };
+
+  FewShotRow rx{target, "xgboost", budget}, rm{target, "mlp_no_pe", budget};
+  rx.n_test = rm.n_test = static_cast<int>(pool.size()) - budget;
+  {  // zero-shot on the whole pool
+    const std::vector<double> truth = Truth(ds, pool);
+    LOOM_ASSIGN_OR_RETURN(std::vector<float> px, xgb0.Predict(xp));
+    rx.zero_shot_mape = Mape(truth, Exp(px));
+    rm.zero_shot_mape = Mape(truth, Exp(mlp0.Predict(xp)));
+  }
+  const FeatureMatrix xpn = Standardizer::Fit(xp).Apply(xp);
+  LOOM_ASSIGN_OR_RETURN(auto km, run(KMeansSelect(xpn, budget, o.seed)));
+  rx.kmeans_mape = km.first;
+  rm.kmeans_mape = km.second;
+  std::vector<double> rxs, rms;
+  for (int s = 0; s < o.random_seeds; ++s) {
+    std::mt19937_64 rng(o.seed * 1000 + s);
+    std::vector<int> pos(pool.size());
+    for (size_t i = 0; i < pos.size(); ++i) pos[i] = static_cast<int>(i);
+    std::shuffle(pos.begin(), pos.end(), rng);
+    pos.resize(budget);
+    LOOM_ASSIGN_OR_RETURN(auto r, run(pos));
+    rxs.push_back(r.first);
+    rms.push_back(r.second);
+  }
+  auto mean_std = [](const std::vector<double>& v, double* mean, double* sd) {
+    double m = 0, q = 0;
+    for (double x : v) m += x / v.size();
+    for (double x : v) q += (x - m) * (x - m) / v.size();
+    *mean = m;
+    *sd = std::sqrt(q);
+  };
+  mean_std(rxs, &rx.random_mape_mean, &rx.random_mape_std);
+  mean_std(rms, &rm.random_mape_mean, &rm.random_mape_std);
+  return std::vector<FewShotRow>{rx, rm};
+}
+
+Result<EvalReport> RunEvaluation(const Dataset& all, const EvalOptions& o) {
+  Dataset filtered;
+  if (o.max_iqr_rel > 0) {
+    filtered.devices = all.devices;
+    for (const Sample& s : all.samples) {
+      if (s.iqr_rel <= o.max_iqr_rel) filtered.samples.push_back(s);
+    }
+  }
+  const Dataset& ds = o.max_iqr_rel > 0 ? filtered : all;
+  EvalReport report;
+  auto add = [&](const Result<std::vector<MetricRow>>& r) -> Status {
+    if (!r.ok()) return r.status();
+    report.rows.insert(report.rows.end(), r->begin(), r->end());
+    return OkStatus();
+  };
+  // Held-out shapes.
+  std::set<std::string> keys;
+  for (const Sample& s : ds.samples) keys.insert(s.shape_key);
+  std::vector<std::string> key_list(keys.begin(), keys.end());
+  std::mt19937_64 rng(o.seed);
+  std::shuffle(key_list.begin(), key_list.end(), rng);
+  std::set<std::string> held(
+      key_list.begin(),
+      key_list.begin() + static_cast<size_t>(o.shape_holdout_fraction * key_list.size()));
+  std::vector<int> train, test;
+  for (int i = 0; i < static_cast<int>(ds.samples.size()); ++i) {
+    (held.count(ds.samples[i].shape_key) ? test : train).push_back(i);
+  }
+  LOOM_RETURN_IF_ERROR(add(EvaluateSplit(ds, train, test, "heldout_shapes", o)));
+  if (!o.holdout_group.empty()) {
+    train.clear();
+    test.clear();
+    for (int i = 0; i < static_cast<int>(ds.samples.size()); ++i) {
+      (ds.samples[i].spec.shape_group == o.holdout_group ? test : train).push_back(i);
+    }
+    LOOM_RETURN_IF_ERROR(
+        add(EvaluateSplit(ds, train, test, "heldout_group:" + o.holdout_group, o)));
+  }
+  std::vector<std::string> targets = o.target_devices;
+  if (targets.empty()) {
+    for (const DeviceInfo& d : ds.devices) targets.push_back(d.device.Name());
+  }
+  for (const std::string& t : targets) {
+    if (ds.FindDevice(t) == nullptr) {
+      return InvalidArgumentError("costmodel: target device '" + t + "' is not in the dataset");
+    }
+    train.clear();
+    test.clear();
+    for (int i = 0; i < static_cast<int>(ds.samples.size()); ++i) {
+      (ds.samples[i].device == t ? test : train).push_back(i);
+    }
+    LOOM_RETURN_IF_ERROR(add(EvaluateSplit(ds, train, test, "heldout_device:" + t, o)));
+    LOOM_ASSIGN_OR_RETURN(std::vector<FewShotRow> fs, EvaluateFewShot(ds, t, o));
+    report.fewshot.insert(report.fewshot.end(), fs.begin(), fs.end());
+  }
+  return report;
+}
+
+std::string EvalReport::ToText() const {
+  std::string out;
+  char buf[256];
+  std::snprintf(buf, sizeof(buf), "%-26s %-10s %6s %5s %8s %8s %8s %6s\n", "split", "model",
+                "train", "test", "MAPE", "MdAPE", "RMSElog", "tau");
+  out += buf;
+  for (const MetricRow& r : rows) {
+    std::snprintf(buf, sizeof(buf), "%-26s %-10s %6d %5d %7.1f%% %7.1f%% %8.3f %6.3f\n",
+                  r.split.c_str(), r.model.c_str(), r.n_train, r.n_test, 100 * r.mape,
+                  100 * r.median_ape, r.rmse_log, r.tau);
+    out += buf;
+  }
+  if (!fewshot.empty()) {
+    std::snprintf(buf, sizeof(buf), "\n%-10s %-10s %6s %6s %10s %10s %18s\n", "target", "model",
+                  "budget", "test", "zero-shot", "kmeans", "random(mean+-sd)");
+    out += buf;
+  }
+  for (const FewShotRow& r : fewshot) {
+    std::snprintf(buf, sizeof(buf), "%-10s %-10s %6d %6d %9.1f%% %9.1f%% %9.1f%% +- %4.1f\n",
+                  r.target.c_str(), r.model.c_str(), r.budget, r.n_test, 100 * r.zero_shot_mape,
+                  100 * r.kmeans_mape, 100 * r.random_mape_mean, 100 * r.random_mape_std);
+    out += buf;
+  }
+  return out;
+}
+
+std::string EvalReport::ToJson() const {
+  nlohmann::json j = {{"rows", nlohmann::json::array()}, {"fewshot", nlohmann::json::array()}};
+  for (const MetricRow& r : rows) {
+    j["rows"].push_back({{"split", r.split},
+                         {"model", r.model},
+                         {"n_train", r.n_train},
+                         {"n_test", r.n_test},
+                         {"mape", r.mape},
+                         {"median_ape", r.median_ape},
+                         {"rmse_log", r.rmse_log},
+                         {"kendall_tau", r.tau}});
+  }
+  for (const FewShotRow& r : fewshot) {
+    j["fewshot"].push_back({{"target", r.target},
+                            {"model", r.model},
+                            {"budget", r.budget},
+                            {"n_test", r.n_test},
+                            {"zero_shot_mape", r.zero_shot_mape},
+                            {"kmeans_mape", r.kmeans_mape},
+                            {"random_mape_mean", r.random_mape_mean},
+                            {"random_mape_std", r.random_mape_std}});
+  }
+  return j.dump(2);
+}
+
+}  // namespace loom::trace::costmodel
