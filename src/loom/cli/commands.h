@@ -43,5 +43,7 @@ void RegisterMonitorDenoiser(CLI::App& monitor, CliContext* ctx);
 void RegisterMonitorInject(CLI::App& monitor, CliContext* ctx);
 // `loom robust [--observe-only] -- CMD ...` and its executor (cmd_robust.cc).
 void RegisterRobust(CLI::App& app, CliContext* ctx);
+// `loom trace replay|whatif` (cmd_trace.cc): dPRO-style replay and what-if of traced runs.
+void RegisterTrace(CLI::App& trace, CliContext* ctx);
 
 }  // namespace loom::cli

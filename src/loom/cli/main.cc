@@ -30,6 +30,9 @@ int main(int argc, char** argv) {
   loom::cli::RegisterMonitorDenoiser(*monitor, &ctx);
   loom::cli::RegisterMonitorInject(*monitor, &ctx);
   loom::cli::RegisterRobust(app, &ctx);
+  CLI::App* trace = app.add_subcommand("trace", "profiling: replay and what-if of traced runs");
+  trace->require_subcommand(1);
+  loom::cli::RegisterTrace(*trace, &ctx);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,54 @@
+// FitLink: least-squares fit of the α-β link model from measured chunk transfers.
+//
+//   t = α · segments + β⁻¹ · bytes · concurrency
+//
+// `segments` is the number of messages a ring step was split into (each pays α) and
+// `concurrency` the number of flows sharing the bottleneck while it ran (1 on a per-sender
+// link; on a shared link each of m flows gets β/m, so the fit recovers the link's full β).
+// Robust by default: samples are grouped by (segments, concurrency, size within a factor of 2)
+// and each group contributes its median time at its median size (stalls of a loaded host are
+// outliers that would otherwise leak into α; the median keeps the typical transfer, which is
+// what the replay must reproduce); then two regressors, no intercept, solved by the 2x2 normal
+// equations. When the samples cannot separate α from β (one message size) α is 0 and
+// β⁻¹ = Σ t·x / Σ x²; a negative α is clamped to 0 and β refitted; a β⁻¹ <= 0 (times that do not
+// grow with bytes) leaves β unidentified (β⁻¹ = 0, α = mean time).
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "loom/base/status.h"
+
+namespace loom::trace::dfg {
+
+struct LinkSample {
+  double bytes = 0;
+  double ns = 0;  // measured transfer time
+  double segments = 1;
+  double concurrency = 1;
+  int link = 0;  // which link (e.g. the sending rank); FitLink ignores it
+};
+
+struct LinkFit {
+  double alpha_ns = 0;
+  double ns_per_byte = 0;
+  double r2 = 0;  // coefficient of determination on the fitted points (the group
+                  // representatives when robust)
+  double rmse_ns = 0;
+  int64_t samples = 0;
+  bool alpha_identified = true;  // false: one message size, α fixed at 0
+  bool beta_identified = true;   // false: times do not grow with bytes (latency-dominated
+                                 // transfers); ns_per_byte is 0 and bandwidth what-ifs are void
+  double GBps() const { return ns_per_byte > 0 ? 1.0 / ns_per_byte : 0; }
+  // "alpha 52.1 us, beta 1.21 GB/s (0.83 ns/B), R^2 0.97, 120 samples"
+  std::string ToString() const;
+};
+
+// kInvalidArgument when there are no samples or a sample is not finite / negative.
+// robust = false fits every sample as is (plain least squares).
+Result<LinkFit> FitLink(const std::vector<LinkSample>& samples, bool robust = true);
+
+}  // namespace loom::trace::dfg

@@ -1,0 +1,93 @@
+// What-if passes (dPRO §6.3 of the spec): each rewrites the iteration model and re-replays it.
+//
+//   WhatIf w;
+//   w.bandwidth_scale = 0.5;          // β × 0.5
+//   w.bucket_bytes = 8 << 20;         // regroup gradients into <= 8 MiB buckets
+//   LOOM_ASSIGN_OR_RETURN(WhatIfResult r, RunWhatIf(base_spec, w));
+//   r.base.iteration_ns; r.predicted.iteration_ns;
+//
+// Passes (applied in this order by ApplyWhatIf):
+//   world size N′    ranks are replicated cyclically from the measured ones; the ring has 2(N′−1)
+//                    steps (allreduce) of bucket/N′ bytes. Extrapolated: label it so.
+//   bucket size B    gradients regrouped in backward order into contiguous buckets <= B; Sync,
+//                    SEND/RECV rebuilt and chunks priced α·segments + bytes/β. Total bytes kept;
+//                    per-bucket measured Sync times give way to the median ModelSpec::sync_ns.
+//   compression      per bucket (all, or a list): wire bytes × ratio, plus COMPRESS/DECOMPRESS
+//                    nodes on rank.comm costing a + b·elements (CodecModel).
+//   bandwidth × k    β → kβ (ns_per_byte / k); α unchanged.
+//   overlap off      edge last BW → every Sync on every rank.
+//   straggler r × f  dPRO delay ratio: every compute node of rank r (pre, BW, UPDATE) takes ×f.
+// Graph-level versions of the last three (ScaleBandwidth, DisableOverlap, SetStraggler on a
+// dfg::Graph) give the same results and are what the tests compare against.
+//
+// Codec costs: DefaultCodec() documents assumed defaults; CodecFromBenchJson() fits a + b·n to
+// `loom bench codecs --json` results (encode_gbs / decode_gbs per element count).
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "loom/base/status.h"
+#include "loom/trace/dfg/dfg.h"
+#include "loom/trace/dfg/model_spec.h"
+#include "loom/trace/replay/baselines.h"
+#include "loom/trace/replay/replayer.h"
+
+namespace loom::trace::whatif {
+
+struct WhatIf {
+  double bandwidth_scale = 1.0;                    // β × k (default 1: unchanged)
+  int64_t bucket_bytes = 0;                        // > 0: regroup into buckets <= this
+  std::optional<bool> overlap;                     // unset: keep
+  std::vector<std::pair<int, double>> stragglers;  // (rank, ratio f)
+  int world_size = 0;                              // > 0: extrapolate to this many ranks
+  std::optional<dfg::CodecModel> compression;      // set: compress buckets (see below)
+  std::vector<int> compress_buckets;               // empty: every bucket (after regrouping)
+  // "bandwidth x0.5, bucket 8 MiB, overlap off"
+  std::string Describe() const;
+};
+
+// Spec passes.
+Status ScaleBandwidth(dfg::ModelSpec* spec, double k);
+Status RegroupBuckets(dfg::ModelSpec* spec, int64_t max_bytes);
+void SetOverlap(dfg::ModelSpec* spec, bool on);
+Status SetStraggler(dfg::ModelSpec* spec, int rank, double ratio);
+Status SetWorldSize(dfg::ModelSpec* spec, int world);
+Status SetCompression(dfg::ModelSpec* spec, const dfg::CodecModel& codec,
+                      const std::vector<int>& buckets);
+Result<dfg::ModelSpec> ApplyWhatIf(const dfg::ModelSpec& base, const WhatIf& w);
+
+// Graph passes (same semantics, on a built graph; the graph is re-finalized).
+Status ScaleBandwidth(dfg::Graph* graph, double k);
+Status DisableOverlap(dfg::Graph* graph);
+Status SetStraggler(dfg::Graph* graph, int rank, double ratio);
+
+struct WhatIfResult {
+  dfg::ModelSpec spec;  // the rewritten model
+  dfg::Graph base_graph, graph;
+  replay::ReplayResult base, predicted;
+  replay::AnalyticalEstimate base_analytical, analytical;
+  double speedup() const {
+    return predicted.iteration_ns > 0 ? base.iteration_ns / predicted.iteration_ns : 0;
+  }
+};
+Result<WhatIfResult> RunWhatIf(const dfg::ModelSpec& base, const WhatIf& w,
+                               const replay::ReplayOptions& options = {});
+
+// Codecs: "none", "fp16" (ratio 0.5), "int8" (8.25/32: int8 + one fp32 scale per 128),
+// "int4" (4.25/32). Assumed costs (not measured; pass a bench JSON for measured ones):
+// encode 2 µs + 0.5 ns/element, decode 2 µs + 0.25 ns/element for int8/int4; fp16 1 µs +
+// 0.25 ns/element each way. `ratio` > 0 overrides the wire ratio.
+Result<dfg::CodecModel> DefaultCodec(const std::string& name, double ratio = 0);
+// Fits encode/decode a + b·n (ns, n elements) to the rows of a `loom bench codecs --json` file
+// whose codec spec starts with `name` ("int4" matches "int4:g128:stochastic"); the ratio is
+// bits_per_element / 32 unless `ratio` > 0. Errors name the file.
+Result<dfg::CodecModel> CodecFromBenchJson(const std::string& path, const std::string& name,
+                                           double ratio = 0);
+
+}  // namespace loom::trace::whatif

@@ -1,0 +1,204 @@
+#include "loom/trace/whatif/whatif.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "loom/trace/dfg/testing/synthetic_run.h"
+#include "loom/trace/dfg/trace_builder.h"
+#include "loom/trace/ingest/collective_match.h"
+
+namespace loom::trace::whatif {
+namespace {
+
+using dfg::ModelSpec;
+using dfg::NodeKind;
+
+// Comm-bound: FW 100, BW 2 x 50, one 2000 B bucket, 1 ns/B, α = 0: 2210 ns (comm 2000).
+ModelSpec CommBound() {
+  ModelSpec s = dfg::SyntheticSpec(2, {100}, {50, 50}, {1000, 1000}, 10, 1 << 20);
+  s.alpha_ns = 0;
+  s.ns_per_byte = 1;
+  return s;
+}
+
+// 4 buckets of 500 B, each fully hidden behind the next backward piece except the last.
+ModelSpec Overlapping() {
+  ModelSpec s =
+      dfg::SyntheticSpec(2, {100}, {1000, 1000, 1000, 1000}, {500, 500, 500, 500}, 10, 500);
+  s.alpha_ns = 0;
+  s.ns_per_byte = 1;
+  return s;
+}
+
+double Predict(const ModelSpec& s, const WhatIf& w) {
+  auto r = RunWhatIf(s, w);
+  EXPECT_TRUE(r.ok()) << r.status();
+  if (!r.ok()) return -1;
+  EXPECT_NEAR(r->predicted.critical_path.total_ns(), r->predicted.iteration_ns, 1e-6);
+  return r->predicted.iteration_ns;
+}
+
+TEST(WhatIfTest, BandwidthTimesTwoHalvesTheCommPart) {
+  WhatIf w;
+  w.bandwidth_scale = 2;
+  auto r = RunWhatIf(CommBound(), w);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_DOUBLE_EQ(r->base.iteration_ns, 2210);
+  EXPECT_DOUBLE_EQ(r->base.critical_path.comm_ns, 2000);
+  EXPECT_DOUBLE_EQ(r->predicted.iteration_ns, 1210);
+  EXPECT_DOUBLE_EQ(r->predicted.critical_path.comm_ns, 1000);
+  EXPECT_DOUBLE_EQ(r->predicted.critical_path.compute_ns, r->base.critical_path.compute_ns);
+  // A per-rank egress link scales too.
+  ModelSpec slow = CommBound();
+  slow.ranks[0].egress_ns_per_byte = 2;
+  EXPECT_DOUBLE_EQ(Predict(slow, w), 200 + 2 * 1000 + 10);
+  // The optimizer's all-gather (1000 B per ring step) halves too.
+  ModelSpec z = CommBound();
+  z.update_collectives = {{2000, dfg::CollectiveKind::kAllGather}};
+  EXPECT_DOUBLE_EQ(Predict(z, w), 210 + 1000 + 500);
+  w.bandwidth_scale = 0.5;
+  EXPECT_DOUBLE_EQ(Predict(CommBound(), w), 4210);
+  w.bandwidth_scale = 0;
+  EXPECT_FALSE(RunWhatIf(CommBound(), w).ok());
+}
+
+TEST(WhatIfTest, OverlapOffIsComputePlusCommSum) {
+  WhatIf w;
+  EXPECT_DOUBLE_EQ(Predict(Overlapping(), w), 4610);
+  w.overlap = false;
+  const double off = Predict(Overlapping(), w);
+  EXPECT_DOUBLE_EQ(off, 4110 + 2000);
+  EXPECT_DOUBLE_EQ(off, replay::Analytical(Overlapping()).sum_ns);
+}
+
+TEST(WhatIfTest, BucketRegroupingPreservesBytesAndChangesBuckets) {
+  ModelSpec s = Overlapping();
+  for (int64_t b : {int64_t{1}, int64_t{1000}, int64_t{1} << 30}) {
+    WhatIf w;
+    w.bucket_bytes = b;
+    auto r = RunWhatIf(s, w);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->spec.TotalGradBytes(), s.TotalGradBytes());
+    EXPECT_EQ(r->spec.num_buckets(), b == 1 ? 4 : b == 1000 ? 2 : 1);
+    int64_t sync_bytes = 0;
+    for (int v : r->graph.NodesOf(NodeKind::kSync, 0)) sync_bytes += r->graph.nodes()[v].bytes;
+    EXPECT_EQ(sync_bytes, 2000);
+    int64_t wire = 0;  // per rank: 2(N-1) steps of bucket/N
+    for (int v : r->graph.NodesOf(NodeKind::kSend, 1)) wire += r->graph.nodes()[v].bytes;
+    EXPECT_EQ(wire, 2000);
+  }
+  // One bucket: nothing overlaps; 2 steps of 1000 B after backward.
+  WhatIf one;
+  one.bucket_bytes = int64_t{1} << 30;
+  EXPECT_DOUBLE_EQ(Predict(s, one), 4100 + 2000 + 10);
+}
+
+TEST(WhatIfTest, StragglerAppliesDproRatioToComputeOfOneRank) {
+  WhatIf w;
+  w.stragglers = {{1, 2.0}};
+  // Rank 1: FW 200, BW 200, then the 2000 ns ring, UPDATE 20.
+  EXPECT_DOUBLE_EQ(Predict(CommBound(), w), 400 + 2000 + 20);
+  w.stragglers = {{2, 2.0}};
+  EXPECT_FALSE(RunWhatIf(CommBound(), w).ok());
+}
+
+TEST(WhatIfTest, WorldSizeExtrapolatesTheRing) {
+  WhatIf w;
+  w.world_size = 4;  // 6 steps of 500 B
+  auto r = RunWhatIf(CommBound(), w);
+  ASSERT_TRUE(r.ok());
+  EXPECT_DOUBLE_EQ(r->predicted.iteration_ns, 210 + 3000);
+  EXPECT_EQ(r->graph.NodesOf(NodeKind::kSend).size(), 4u * 6);
+  w.world_size = 1;  // no communication at all
+  EXPECT_DOUBLE_EQ(Predict(CommBound(), w), 210);
+}
+
+TEST(WhatIfTest, CompressionShrinksWireBytesAndAddsCodecCost) {
+  WhatIf w;
+  w.compression = dfg::CodecModel{"test", 0.25, 100, 0, 100, 0};
+  auto r = RunWhatIf(CommBound(), w);
+  ASSERT_TRUE(r.ok());
+  EXPECT_DOUBLE_EQ(r->predicted.iteration_ns, 200 + 100 + 500 + 100 + 10);
+  EXPECT_EQ(r->graph.NodesOf(NodeKind::kCompress).size(), 2u);
+  w.compress_buckets = {3};
+  EXPECT_FALSE(RunWhatIf(CommBound(), w).ok());
+  auto c = DefaultCodec("int4");
+  ASSERT_TRUE(c.ok());
+  EXPECT_DOUBLE_EQ(c->ratio, 4.25 / 32);
+  EXPECT_FALSE(DefaultCodec("zstd").ok());
+}
+
+TEST(WhatIfTest, GraphPassesMatchSpecPasses) {
+  ModelSpec s = Overlapping();
+  s.kappa = 1.2;
+  s.topology = dfg::LinkTopology::kShared;
+  auto g = dfg::BuildGraph(s);
+  ASSERT_TRUE(g.ok());
+  ASSERT_TRUE(ScaleBandwidth(&*g, 0.5).ok());
+  ASSERT_TRUE(DisableOverlap(&*g).ok());
+  ASSERT_TRUE(SetStraggler(&*g, 0, 1.5).ok());
+  auto via_graph = replay::Replay(*g);
+  ASSERT_TRUE(via_graph.ok());
+  WhatIf w;
+  w.bandwidth_scale = 0.5;
+  w.overlap = false;
+  w.stragglers = {{0, 1.5}};
+  EXPECT_NEAR(via_graph->iteration_ns, Predict(s, w), 1e-6);
+}
+
+TEST(WhatIfTest, CodecCostsFitBenchJson) {
+  const std::string path = ::testing::TempDir() + "/codecs.json";
+  {
+    std::ofstream f(path);
+    f.precision(17);
+    f << R"({"bench":"codecs","results":[)";
+    bool first = true;
+    for (double n : {1024.0, 4096.0, 16384.0}) {
+      const double enc = 1000 + 0.5 * n, dec = 500 + 0.25 * n;
+      f << (first ? "" : ",") << R"({"codec":"int4:g128:stochastic","elements":)" << n
+        << R"(,"encode_gbs":)" << 4 * n / enc << R"(,"decode_gbs":)" << 4 * n / dec
+        << R"(,"bits_per_element":4.25})";
+      first = false;
+    }
+    f << "]}";
+  }
+  auto c = CodecFromBenchJson(path, "int4");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_NEAR(c->encode_a_ns, 1000, 1e-6);
+  EXPECT_NEAR(c->encode_ns_per_elem, 0.5, 1e-9);
+  EXPECT_NEAR(c->decode_a_ns, 500, 1e-6);
+  EXPECT_NEAR(c->ratio, 4.25 / 32, 1e-12);
+  Status missing = CodecFromBenchJson(path, "int8").status();
+  EXPECT_NE(missing.message().find(path), std::string::npos);
+  {
+    std::ofstream f(path);
+    f << "{\"results\": [";
+  }
+  Status bad = CodecFromBenchJson(path, "int4").status();
+  EXPECT_FALSE(bad.ok());
+  EXPECT_NE(bad.message().find("codecs.json"), std::string::npos) << bad;
+  std::remove(path.c_str());
+}
+
+// The model fitted to a trace with exactly known timing replays to the measured step (10 ms).
+TEST(WhatIfTest, TraceModelReplaysTheMeasuredIteration) {
+  auto traces = dfg::testing::MakeRun(6, true);
+  auto match = ingest::MatchCollectives(&traces);
+  ASSERT_TRUE(match.ok());
+  auto m = dfg::BuildModelFromTraces(traces, *match);
+  ASSERT_TRUE(m.ok()) << m.status();
+  WhatIf w;
+  w.bandwidth_scale = 2;
+  auto r = RunWhatIf(m->spec, w);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_NEAR(r->base.iteration_ns, m->measured_iteration_ns, 1e-6 * m->measured_iteration_ns);
+  // Twice the bandwidth: bucket 0 stays hidden under backward; bucket 1 (2 ring steps of
+  // 10 µs + 500 KB at 1 ns/B) no longer queues behind bucket 0 and its wire time halves:
+  // it ends at 6300 + 2 x 260 + 20 = 6840 µs instead of 7380 µs.
+  EXPECT_NEAR(r->predicted.iteration_ns, m->measured_iteration_ns - 540e3, 1);
+}
+
+}  // namespace
+}  // namespace loom::trace::whatif

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# `loom trace replay` and `loom trace whatif` on the traces of a 2-rank TINY run: both succeed,
+# print measured vs predicted iteration time, a finite replay error and the critical path, write
+# valid JSON and a synthetic trace; bad input (missing directory, malformed trace) fails with a
+# message naming the directory / file. No wall-clock thresholds.
+source "$(dirname "$0")/lib.sh"
+corpus=$(make_corpus)
+run=$SCRATCH/run
+"$LOOM" train --nproc 2 "${TINY[@]}" steps=16 eval.every=0 data.source=file data.path="$corpus" \
+  run_dir="$run" trace.steps=5-15 > "$SCRATCH/train.txt" 2>&1 \
+  || { cat "$SCRATCH/train.txt"; fail "loom train exited non-zero"; }
+dir=$run/trace
+
+"$LOOM" trace replay "$dir" --json "$SCRATCH/replay.json" --trace-out "$SCRATCH/replay.trace.json" \
+  > "$SCRATCH/replay.txt" 2>&1 || { cat "$SCRATCH/replay.txt"; fail "loom trace replay failed"; }
+cat "$SCRATCH/replay.txt"
+for f in "measured iteration:" "predicted iteration:" "replay error:" "critical path: compute" \
+         "link fit:" "compute slowdown:"; do
+  expect_contains "$SCRATCH/replay.txt" "$f" "trace replay output"
+done
+
+"$LOOM" trace whatif "$dir" --bandwidth 0.5x --bucket 8MiB --overlap off --straggler 1:1.5 \
+  --world 4 --compress int4 --json "$SCRATCH/whatif.json" > "$SCRATCH/whatif.txt" 2>&1 \
+  || { cat "$SCRATCH/whatif.txt"; fail "loom trace whatif failed"; }
+cat "$SCRATCH/whatif.txt"
+for f in "predicted base:" "predicted what-if:" "critical path (what-if): compute" \
+         "bandwidth x0.5" "bucket 8 MiB" "overlap off" "straggler rank 1 x1.5"; do
+  expect_contains "$SCRATCH/whatif.txt" "$f" "trace whatif output"
+done
+
+# Slower link, no overlap: only adds time (the graph gains edges and longer SENDs).
+"$LOOM" trace whatif "$dir" --bandwidth 0.5x --overlap off --json "$SCRATCH/slower.json" \
+  > "$SCRATCH/slower.txt" 2>&1 || { cat "$SCRATCH/slower.txt"; fail "loom trace whatif (slower) failed"; }
+
+/usr/bin/python3 - "$SCRATCH/replay.json" "$SCRATCH/whatif.json" "$SCRATCH/replay.trace.json" \
+  "$SCRATCH/slower.json" <<'PY'
+import json, math, sys
+rep, wi, tr, slower = (json.load(open(p)) for p in sys.argv[1:])
+assert rep["measured_ms"] > 0 and rep["predicted_ms"] > 0, rep
+assert math.isfinite(rep["replay_error"]), rep["replay_error"]
+cp = rep["critical_path"]
+total = cp["compute_ms"] + cp["comm_ms"] + cp["gap_ms"] + cp["wait_ms"]
+assert abs(total - rep["predicted_ms"]) <= 1e-6 * max(1, rep["predicted_ms"]), (total, rep)
+assert rep["model"]["ranks"] == 2 and rep["model"]["buckets"] >= 1, rep["model"]
+assert wi["predicted_ms"] > 0 and wi["base_ms"] > 0, wi
+assert abs(wi["base_ms"] - rep["predicted_ms"]) <= 1e-9 * rep["predicted_ms"], (wi, rep)
+assert slower["predicted_ms"] >= slower["base_ms"] * (1 - 1e-9), slower
+xs = [e for e in tr["traceEvents"] if e["ph"] == "X"]
+assert xs and all(e["dur"] >= 0 for e in xs), "synthetic trace events"
+print("replay error %+.2f%%; what-if %.3f ms vs base %.3f ms" %
+      (100 * rep["replay_error"], wi["predicted_ms"], wi["base_ms"]))
+PY
+
+# Bad input: a directory without traces, and a truncated trace, name what is wrong.
+mkdir -p "$SCRATCH/empty"
+if "$LOOM" trace replay "$SCRATCH/empty" > "$SCRATCH/bad1.txt" 2>&1; then fail "empty dir accepted"; fi
+expect_contains "$SCRATCH/bad1.txt" "$SCRATCH/empty" "error names the directory"
+mkdir -p "$SCRATCH/trunc"
+cp "$dir/rank1.trace.json" "$SCRATCH/trunc/"
+head -c 2000 "$dir/rank0.trace.json" > "$SCRATCH/trunc/rank0.trace.json"
+if "$LOOM" trace replay "$SCRATCH/trunc" > "$SCRATCH/bad2.txt" 2>&1; then fail "truncated trace accepted"; fi
+expect_contains "$SCRATCH/bad2.txt" "rank0.trace.json" "error names the truncated file"
+if "$LOOM" trace whatif "$dir" --bandwidth fast > "$SCRATCH/bad3.txt" 2>&1; then fail "bad flag accepted"; fi
+expect_contains "$SCRATCH/bad3.txt" "bandwidth" "error names the flag"
+echo PASS
