@@ -29,12 +29,7 @@ AgGemm::AgGemm(Runtime* runtime, LinkProxy* proxy, const AgGemmShape& shape, AgG
     : AgGemm(runtime, proxy,
              AgGemmOpShape{.m_shard = shape.m_shard, .k = shape.k, .n_local = shape.n_local},
              std::move(options)) {
-  if (shape.world != world_ || shape.elem_bytes != 4) {
-    shape_error_ = InvalidArgumentError(
-        "ag_gemm: simulator shape has world " + std::to_string(shape.world) + " and elem_bytes " +
-        std::to_string(shape.elem_bytes) + ", but the runtime has " + std::to_string(world_) +
-        " ranks and the op is fp32 (4 bytes)");
-  }
+  shape_error_ = CheckSimShape(kOp, shape.world, shape.elem_bytes, world_);
 }
 
 AgGemm::~AgGemm() = default;
@@ -98,17 +93,9 @@ Status AgGemm::Prepare(const float* b) {
 Status AgGemm::ResolveAuto() {
   const int64_t tile_cols = map_->tile_cols();
   const int64_t tile_rows = std::min(options_.op.tile_rows, shape_.m_shard);
-  double cost = options_.op.tile_cost_s;
-  if (cost <= 0) cost = MeasureTileSeconds(gemm_, tile_rows, tile_cols);
-  LOOM_ASSIGN_OR_RETURN(cost, MaxOverRanks(*rt_, cost, "ag_gemm auto: tile cost exchange"));
-  tile_cost_s_ = cost;
-  SimOptions sim;
-  sim.cost.seconds_per_mac = cost / static_cast<double>(tile_rows * tile_cols * shape_.k);
-  sim.link = SimLinkModel(proxy_->options());
-  sim.rank = rank_;
-  sim.splits = options_.op.splits;
-  sim.tile_n = options_.op.tile_cols;
-  sim.record_trace = false;
+  LOOM_ASSIGN_OR_RETURN(SimOptions sim,
+                        AutoSimOptions(*rt_, *proxy_, gemm_, options_.op, tile_rows, tile_cols,
+                                       shape_.k, "ag_gemm auto: tile cost exchange", tile_cost_s_));
   LOOM_ASSIGN_OR_RETURN(Prediction p, PredictAgGemm({.world = world_,
                                                      .m_shard = shape_.m_shard,
                                                      .k = shape_.k,
@@ -120,16 +107,9 @@ Status AgGemm::ResolveAuto() {
 }
 
 Status AgGemm::BeginCall(OpRunStats& stats) {
-  if (!prepared_) return FailedPreconditionError("Run before a successful Prepare");
-  stats.start_ns = NowNanos();
-  link_before_ = proxy_->stats();
-  ++epoch_;
-  // Every peer has finished the previous call: nobody still reads the buffers we overwrite.
-  const int64_t t0 = NowNanos();
-  Status s = rt_->wait(done_sig_, world_, epoch_ - 1, "ag_gemm: peers finished the previous call",
-                       options_.op.timeout);
-  stats.wait_s += Seconds(t0, NowNanos());
-  return s;
+  return BeginOpCall(prepared_, *rt_, *proxy_, done_sig_, epoch_,
+                     "ag_gemm: peers finished the previous call", options_.op.timeout, stats,
+                     link_before_);
 }
 
 void AgGemm::SubmitShard(OverlapMode mode, LinkSubmitter& link, OpRunStats& stats) {
@@ -250,22 +230,14 @@ Status AgGemm::Compute(OverlapMode mode, const float* a_shard, float* c, bool wa
 }
 
 Status AgGemm::EndCall(OpRunStats& stats, double thread_cpu0, int64_t model_done_ns) {
-  LOOM_ASSIGN_OR_RETURN(int64_t comm_end,
-                        QuietAndCommEnd(proxy_, model_done_ns, "ag_gemm: outgoing shard pushes",
-                                        options_.op.timeout));
-  for (int p = 0; p < world_; ++p) rt_->notify(done_sig_ + rank_, p, epoch_);
-  const int64_t end = NowNanos();
-  stats.comm_s = Seconds(stats.start_ns, std::max(comm_end, stats.start_ns));
-  stats.wall_s = Seconds(stats.start_ns, end);
-  stats.thread_cpu_s = ThreadCpuSeconds() - thread_cpu0;
-  stats.link = LinkStatsDelta(link_before_, proxy_->stats());
-  return OkStatus();
+  return EndOpCall(*rt_, *proxy_, done_sig_, epoch_, model_done_ns,
+                   "ag_gemm: outgoing shard pushes", options_.op.timeout, thread_cpu0, link_before_,
+                   stats);
 }
 
 Result<OpRunStats> AgGemm::Run(const float* a_shard, float* c) {
   const double cpu0 = ThreadCpuSeconds();
-  OpRunStats stats;
-  stats.mode_run = resolved_;
+  OpRunStats stats = StartOpStats(resolved_);  // start_ns is set again by BeginCall
   auto ctx = [&](const Status& s) { return OpError(s, kOp, rank_, resolved_); };
   LOOM_RETURN_IF_ERROR(ctx(BeginCall(stats)));
   // This rank's shard goes into its slot of the gather buffer (the push source; in kDelayOnly
@@ -281,26 +253,22 @@ Result<OpRunStats> AgGemm::Run(const float* a_shard, float* c) {
 
 Result<OpRunStats> AgGemm::RunComputeOnly(const float* a_shard, float* c) {
   const double cpu0 = ThreadCpuSeconds();
-  OpRunStats stats;
-  stats.mode_run = resolved_;
   if (!prepared_) {
     return OpError(FailedPreconditionError("RunComputeOnly before a successful Prepare"), kOp,
                    rank_, resolved_);
   }
-  stats.start_ns = NowNanos();
+  OpRunStats stats = StartOpStats(resolved_);
   link_before_ = proxy_->stats();
   LOOM_RETURN_IF_ERROR(
       OpError(Compute(resolved_, a_shard, c, /*wait=*/false, stats), kOp, rank_, resolved_));
-  stats.wall_s = Seconds(stats.start_ns, NowNanos());
-  stats.thread_cpu_s = ThreadCpuSeconds() - cpu0;
+  FinishOpStats(stats, cpu0);
   stats.link = LinkStatsDelta(link_before_, proxy_->stats());
   return stats;
 }
 
 Result<OpRunStats> AgGemm::RunCommOnly() {
   const double cpu0 = ThreadCpuSeconds();
-  OpRunStats stats;
-  stats.mode_run = resolved_;
+  OpRunStats stats = StartOpStats(resolved_);  // start_ns is set again by BeginCall
   auto ctx = [&](const Status& s) { return OpError(s, kOp, rank_, resolved_); };
   LOOM_RETURN_IF_ERROR(ctx(BeginCall(stats)));
   LinkSubmitter link(proxy_);

@@ -33,12 +33,7 @@ GemmRs::GemmRs(Runtime* runtime, LinkProxy* proxy, const GemmRsShape& shape, Gem
           runtime, proxy,
           GemmRsOpShape{.m = shape.world * shape.m_shard, .k_local = shape.k_local, .n = shape.n},
           std::move(options)) {
-  if (shape.world != world_ || shape.elem_bytes != 4) {
-    shape_error_ = InvalidArgumentError(
-        "gemm_rs: simulator shape has world " + std::to_string(shape.world) + " and elem_bytes " +
-        std::to_string(shape.elem_bytes) + ", but the runtime has " + std::to_string(world_) +
-        " ranks and the op is fp32 (4 bytes)");
-  }
+  shape_error_ = CheckSimShape(kOp, shape.world, shape.elem_bytes, world_);
 }
 
 GemmRs::~GemmRs() = default;
@@ -128,18 +123,11 @@ Status GemmRs::Prepare(const float* b) {
 Status GemmRs::ResolveAuto() {
   const int64_t tile_cols = map_->tile_cols();
   const int64_t tile_rows = std::min(options_.op.tile_rows, seg_rows_);
-  double cost = options_.op.tile_cost_s;
-  if (cost <= 0) cost = MeasureTileSeconds(gemm_, tile_rows, tile_cols);
-  LOOM_ASSIGN_OR_RETURN(cost, MaxOverRanks(*rt_, cost, "gemm_rs auto: tile cost exchange"));
-  tile_cost_s_ = cost;
-  SimOptions sim;
-  sim.cost.seconds_per_mac = cost / static_cast<double>(tile_rows * tile_cols * shape_.k_local);
-  sim.link = SimLinkModel(proxy_->options());
-  sim.rank = rank_;
-  sim.splits = options_.op.splits;
-  sim.tile_n = options_.op.tile_cols;
+  LOOM_ASSIGN_OR_RETURN(
+      SimOptions sim,
+      AutoSimOptions(*rt_, *proxy_, gemm_, options_.op, tile_rows, tile_cols, shape_.k_local,
+                     "gemm_rs auto: tile cost exchange", tile_cost_s_));
   sim.reduce_seconds_per_byte = kReduceSecondsPerByte;
-  sim.record_trace = false;
   LOOM_ASSIGN_OR_RETURN(Prediction p, PredictGemmRs({.world = world_,
                                                      .m_shard = seg_rows_,
                                                      .k_local = shape_.k_local,
@@ -151,15 +139,9 @@ Status GemmRs::ResolveAuto() {
 }
 
 Status GemmRs::BeginCall(OpRunStats& stats) {
-  if (!prepared_) return FailedPreconditionError("Run before a successful Prepare");
-  stats.start_ns = NowNanos();
-  link_before_ = proxy_->stats();
-  ++epoch_;
-  const int64_t t0 = NowNanos();
-  Status s = rt_->wait(done_sig_, world_, epoch_ - 1, "gemm_rs: peers finished the previous call",
-                       options_.op.timeout);
-  stats.wait_s += Seconds(t0, NowNanos());
-  return s;
+  return BeginOpCall(prepared_, *rt_, *proxy_, done_sig_, epoch_,
+                     "gemm_rs: peers finished the previous call", options_.op.timeout, stats,
+                     link_before_);
 }
 
 void GemmRs::SendChunk(int64_t channel, LinkSubmitter& link, OpRunStats& stats) {
@@ -310,22 +292,13 @@ Status GemmRs::Reduce(OverlapMode mode, bool wait, float* out, OpRunStats& stats
 }
 
 Status GemmRs::EndCall(OpRunStats& stats, double thread_cpu0, int64_t model_done_ns) {
-  LOOM_ASSIGN_OR_RETURN(
-      int64_t comm_end,
-      QuietAndCommEnd(proxy_, model_done_ns, "gemm_rs: outgoing partials", options_.op.timeout));
-  for (int p = 0; p < world_; ++p) rt_->notify(done_sig_ + rank_, p, epoch_);
-  const int64_t end = NowNanos();
-  stats.comm_s = Seconds(stats.start_ns, std::max(comm_end, stats.start_ns));
-  stats.wall_s = Seconds(stats.start_ns, end);
-  stats.thread_cpu_s = ThreadCpuSeconds() - thread_cpu0;
-  stats.link = LinkStatsDelta(link_before_, proxy_->stats());
-  return OkStatus();
+  return EndOpCall(*rt_, *proxy_, done_sig_, epoch_, model_done_ns, "gemm_rs: outgoing partials",
+                   options_.op.timeout, thread_cpu0, link_before_, stats);
 }
 
 Result<OpRunStats> GemmRs::Run(const float* a, float* out) {
   const double cpu0 = ThreadCpuSeconds();
-  OpRunStats stats;
-  stats.mode_run = resolved_;
+  OpRunStats stats = StartOpStats(resolved_);  // start_ns is set again by BeginCall
   auto ctx = [&](const Status& s) { return OpError(s, kOp, rank_, resolved_); };
   LOOM_RETURN_IF_ERROR(ctx(BeginCall(stats)));
   LinkSubmitter link(proxy_);
@@ -337,11 +310,9 @@ Result<OpRunStats> GemmRs::Run(const float* a, float* out) {
 
 Result<OpRunStats> GemmRs::RunComputeOnly(const float* a, float* out) {
   const double cpu0 = ThreadCpuSeconds();
-  OpRunStats stats;
-  stats.mode_run = resolved_;
   auto ctx = [&](const Status& s) { return OpError(s, kOp, rank_, resolved_); };
   if (!prepared_) return ctx(FailedPreconditionError("RunComputeOnly before Prepare"));
-  stats.start_ns = NowNanos();
+  OpRunStats stats = StartOpStats(resolved_);
   link_before_ = proxy_->stats();
   // partial_ may still be read by a peer finishing the last call (kDelayOnly): wait for it.
   LOOM_RETURN_IF_ERROR(
@@ -351,16 +322,14 @@ Result<OpRunStats> GemmRs::RunComputeOnly(const float* a, float* out) {
   LinkSubmitter link(proxy_);
   LOOM_RETURN_IF_ERROR(ctx(ComputeAndSend(resolved_, a, /*send=*/false, link, stats)));
   LOOM_RETURN_IF_ERROR(ctx(Reduce(resolved_, /*wait=*/false, out, stats)));
-  stats.wall_s = Seconds(stats.start_ns, NowNanos());
-  stats.thread_cpu_s = ThreadCpuSeconds() - cpu0;
+  FinishOpStats(stats, cpu0);
   stats.link = LinkStatsDelta(link_before_, proxy_->stats());
   return stats;
 }
 
 Result<OpRunStats> GemmRs::RunCommOnly() {
   const double cpu0 = ThreadCpuSeconds();
-  OpRunStats stats;
-  stats.mode_run = resolved_;
+  OpRunStats stats = StartOpStats(resolved_);  // start_ns is set again by BeginCall
   auto ctx = [&](const Status& s) { return OpError(s, kOp, rank_, resolved_); };
   LOOM_RETURN_IF_ERROR(ctx(BeginCall(stats)));
   LinkSubmitter link(proxy_);

@@ -263,16 +263,13 @@ Status MoeLayer0::Finish(OpRunStats& stats, double cpu0) {
   LOOM_RETURN_IF_ERROR(proxy_->Quiet("moe_layer0 dispatch", options_.op.timeout));
   if (NowNanos() - t0 > 50'000) stats.comm_s = Since(stats.start_ns);
   stats.link = LinkStatsDelta(link_before_, proxy_->stats());
-  stats.wall_s = Since(stats.start_ns);
-  stats.thread_cpu_s = ThreadCpuSeconds() - cpu0;
+  FinishOpStats(stats, cpu0);
   return OkStatus();
 }
 
 Result<OpRunStats> MoeLayer0::Run(const float* x, const Routing& routing, float* h) {
   if (!prepared_) return Fail(FailedPreconditionError("Run before Prepare"));
-  OpRunStats stats;
-  stats.start_ns = NowNanos();
-  stats.mode_run = resolved_;
+  OpRunStats stats = StartOpStats(resolved_);
   const double cpu0 = ThreadCpuSeconds();
   link_before_ = proxy_->stats();
   LOOM_RETURN_IF_ERROR(Fail(Dispatch(x, routing, stats)));
@@ -285,21 +282,16 @@ Result<OpRunStats> MoeLayer0::RunComputeOnly(float* h) {
   if (!prepared_ || !have_layout_) {
     return Fail(FailedPreconditionError("RunComputeOnly needs a previous Run or RunCommOnly"));
   }
-  OpRunStats stats;
-  stats.start_ns = NowNanos();
-  stats.mode_run = resolved_;
+  OpRunStats stats = StartOpStats(resolved_);
   const double cpu0 = ThreadCpuSeconds();
   LOOM_RETURN_IF_ERROR(Fail(Compute(resolved_, /*wait=*/false, h, stats)));
-  stats.wall_s = Since(stats.start_ns);
-  stats.thread_cpu_s = ThreadCpuSeconds() - cpu0;
+  FinishOpStats(stats, cpu0);
   return stats;
 }
 
 Result<OpRunStats> MoeLayer0::RunCommOnly(const float* x, const Routing& routing) {
   if (!prepared_) return Fail(FailedPreconditionError("RunCommOnly before Prepare"));
-  OpRunStats stats;
-  stats.start_ns = NowNanos();
-  stats.mode_run = resolved_;
+  OpRunStats stats = StartOpStats(resolved_);
   const double cpu0 = ThreadCpuSeconds();
   link_before_ = proxy_->stats();
   LOOM_RETURN_IF_ERROR(Fail(Dispatch(x, routing, stats)));

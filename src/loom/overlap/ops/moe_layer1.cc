@@ -370,9 +370,7 @@ void MoeLayer1::SumPartials(bool include_remote, float* y) const {
 
 Result<OpRunStats> MoeLayer1::Run(const float* h, const Routing& routing, float* y) {
   if (!prepared_) return Fail(FailedPreconditionError("Run before Prepare"));
-  OpRunStats stats;
-  stats.start_ns = NowNanos();
-  stats.mode_run = resolved_;
+  OpRunStats stats = StartOpStats(resolved_);
   const double cpu0 = ThreadCpuSeconds();
   link_before_ = proxy_->stats();
   LOOM_RETURN_IF_ERROR(Fail(BeginCall(routing)));
@@ -395,14 +393,11 @@ Result<OpRunStats> MoeLayer1::RunComputeOnly(const float* h, float* y) {
   if (!prepared_ || !have_layout_) {
     return Fail(FailedPreconditionError("RunComputeOnly needs a previous Run"));
   }
-  OpRunStats stats;
-  stats.start_ns = NowNanos();
-  stats.mode_run = resolved_;
+  OpRunStats stats = StartOpStats(resolved_);
   const double cpu0 = ThreadCpuSeconds();
   LOOM_RETURN_IF_ERROR(Fail(ComputeAndCombine(resolved_, h, /*send=*/false, stats)));
   SumPartials(/*include_remote=*/false, y);
-  stats.wall_s = Since(stats.start_ns);
-  stats.thread_cpu_s = ThreadCpuSeconds() - cpu0;
+  FinishOpStats(stats, cpu0);
   return stats;
 }
 
@@ -410,9 +405,7 @@ Result<OpRunStats> MoeLayer1::RunCommOnly(const Routing& routing) {
   if (!prepared_ || !have_layout_) {
     return Fail(FailedPreconditionError("RunCommOnly needs a previous Run"));
   }
-  OpRunStats stats;
-  stats.start_ns = NowNanos();
-  stats.mode_run = resolved_;
+  OpRunStats stats = StartOpStats(resolved_);
   const double cpu0 = ThreadCpuSeconds();
   link_before_ = proxy_->stats();
   LOOM_RETURN_IF_ERROR(Fail(BeginCall(routing)));
@@ -436,8 +429,7 @@ Result<OpRunStats> MoeLayer1::RunCommOnly(const Routing& routing) {
   LOOM_RETURN_IF_ERROR(Fail(proxy_->Quiet("moe_layer1 combine", options_.op.timeout)));
   stats.comm_s = Since(stats.start_ns);
   stats.link = LinkStatsDelta(link_before_, proxy_->stats());
-  stats.wall_s = Since(stats.start_ns);
-  stats.thread_cpu_s = ThreadCpuSeconds() - cpu0;
+  FinishOpStats(stats, cpu0);
   return stats;
 }
 

@@ -72,6 +72,14 @@ Status ValidateOpConfig(const OpConfig& config, std::string_view op) {
   return OkStatus();
 }
 
+Status CheckSimShape(std::string_view op, int shape_world, int elem_bytes, int world) {
+  if (shape_world == world && elem_bytes == 4) return OkStatus();
+  return InvalidArgumentError(std::string(op) + ": simulator shape has world " +
+                              std::to_string(shape_world) + " and elem_bytes " +
+                              std::to_string(elem_bytes) + ", but the runtime has " +
+                              std::to_string(world) + " ranks and the op is fp32 (4 bytes)");
+}
+
 int64_t LinkSubmitter::Record(int64_t bytes, int src_rank, int dst_rank, int chunk,
                               std::vector<ChunkTrace>* trace) {
   const int64_t now = NowNanos();
@@ -133,6 +141,62 @@ Result<int64_t> QuietAndCommEnd(LinkProxy* proxy, int64_t model_done_ns, std::st
   const int64_t end = NowNanos();
   if (end - begin > 50'000) return end;
   return std::min(model_done_ns, begin);
+}
+
+OpRunStats StartOpStats(OverlapMode mode) {
+  OpRunStats stats;
+  stats.start_ns = NowNanos();
+  stats.mode_run = mode;
+  return stats;
+}
+
+void FinishOpStats(OpRunStats& stats, double thread_cpu0) {
+  stats.wall_s = 1e-9 * static_cast<double>(NowNanos() - stats.start_ns);
+  stats.thread_cpu_s = ThreadCpuSeconds() - thread_cpu0;
+}
+
+Status BeginOpCall(bool prepared, Runtime& rt, LinkProxy& proxy, SignalId done_sig, uint32_t& epoch,
+                   std::string_view what, std::chrono::milliseconds timeout, OpRunStats& stats,
+                   LinkStats& link_before) {
+  if (!prepared) return FailedPreconditionError("Run before a successful Prepare");
+  stats.start_ns = NowNanos();
+  link_before = proxy.stats();
+  ++epoch;
+  // Every peer has finished the previous call: nobody still reads the buffers we overwrite.
+  const int64_t t0 = NowNanos();
+  Status s = rt.wait(done_sig, rt.num_ranks(), epoch - 1, what, timeout);
+  stats.wait_s += 1e-9 * static_cast<double>(NowNanos() - t0);
+  return s;
+}
+
+Status EndOpCall(Runtime& rt, LinkProxy& proxy, SignalId done_sig, uint32_t epoch,
+                 int64_t model_done_ns, std::string_view what, std::chrono::milliseconds timeout,
+                 double thread_cpu0, const LinkStats& link_before, OpRunStats& stats) {
+  LOOM_ASSIGN_OR_RETURN(int64_t comm_end, QuietAndCommEnd(&proxy, model_done_ns, what, timeout));
+  for (int p = 0; p < rt.num_ranks(); ++p) rt.notify(done_sig + rt.rank(), p, epoch);
+  const int64_t end = NowNanos();
+  stats.comm_s = 1e-9 * static_cast<double>(std::max(comm_end, stats.start_ns) - stats.start_ns);
+  stats.wall_s = 1e-9 * static_cast<double>(end - stats.start_ns);
+  stats.thread_cpu_s = ThreadCpuSeconds() - thread_cpu0;
+  stats.link = LinkStatsDelta(link_before, proxy.stats());
+  return OkStatus();
+}
+
+Result<SimOptions> AutoSimOptions(Runtime& rt, const LinkProxy& proxy, const TileGemm& gemm,
+                                  const OpConfig& config, int64_t tile_rows, int64_t tile_cols,
+                                  int64_t k, std::string_view what, double& tile_cost_s) {
+  double cost = config.tile_cost_s;
+  if (cost <= 0) cost = MeasureTileSeconds(gemm, tile_rows, tile_cols);
+  LOOM_ASSIGN_OR_RETURN(cost, MaxOverRanks(rt, cost, what));
+  tile_cost_s = cost;
+  SimOptions sim;
+  sim.cost.seconds_per_mac = cost / static_cast<double>(tile_rows * tile_cols * k);
+  sim.link = SimLinkModel(proxy.options());
+  sim.rank = rt.rank();
+  sim.splits = config.splits;
+  sim.tile_n = config.tile_cols;
+  sim.record_trace = false;
+  return sim;
 }
 
 }  // namespace loom::overlap

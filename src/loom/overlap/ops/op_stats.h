@@ -137,6 +137,42 @@ double MeasureTileSeconds(const TileGemm& gemm, int64_t rows, int64_t cols, int 
 // The simulator's link model for a proxy's options (kUnlimited → unlimited).
 LinkModel SimLinkModel(const LinkOptions& options);
 
+// --- the per-call skeleton shared by the ops ---
+
+// Stats of a call that starts now: start_ns = NowNanos(), mode_run = `mode`.
+OpRunStats StartOpStats(OverlapMode mode);
+// Sets stats.wall_s (from stats.start_ns to now) and stats.thread_cpu_s (CPU time of the calling
+// thread since `thread_cpu0`, a ThreadCpuSeconds() value).
+void FinishOpStats(OpRunStats& stats, double thread_cpu0);
+
+// Start of a call of an op whose calls are separated by `done_sig` (W signals, signal p set to
+// the call's epoch by rank p at its end, see EndOpCall): kFailedPrecondition "Run before a
+// successful Prepare" unless `prepared`; else sets stats.start_ns and `link_before` (the proxy's
+// statistics now), increments `epoch` and waits (`what`, `timeout`) until every peer finished
+// the previous call, adding the wait to stats.wait_s.
+Status BeginOpCall(bool prepared, Runtime& rt, LinkProxy& proxy, SignalId done_sig, uint32_t& epoch,
+                   std::string_view what, std::chrono::milliseconds timeout, OpRunStats& stats,
+                   LinkStats& link_before);
+// End of such a call: quiets the proxy (QuietAndCommEnd with `model_done_ns`, `what`), sets
+// done_sig + rank to `epoch` on every rank, then fills comm_s, wall_s, thread_cpu_s (since
+// `thread_cpu0`) and link (the proxy's statistics since `link_before`).
+Status EndOpCall(Runtime& rt, LinkProxy& proxy, SignalId done_sig, uint32_t epoch,
+                 int64_t model_done_ns, std::string_view what, std::chrono::milliseconds timeout,
+                 double thread_cpu0, const LinkStats& link_before, OpRunStats& stats);
+
+// kAuto of a GEMM op: the seconds of one `tile_rows` × `tile_cols` tile (config.tile_cost_s, or
+// measured on `gemm` when 0), maxed over ranks (collective, errors carry `what`) and stored in
+// `tile_cost_s`; returns the SimOptions every GEMM op feeds the simulator: seconds_per_mac of
+// that tile with inner dimension `k`, the proxy's link model, this rank, config's splits and
+// tile_cols, no trace.
+Result<SimOptions> AutoSimOptions(Runtime& rt, const LinkProxy& proxy, const TileGemm& gemm,
+                                  const OpConfig& config, int64_t tile_rows, int64_t tile_cols,
+                                  int64_t k, std::string_view what, double& tile_cost_s);
+
+// kInvalidArgument unless a simulator shape (`shape_world` ranks, `elem_bytes` per element) fits
+// an fp32 op `op` on a runtime of `world` ranks; OK otherwise.
+Status CheckSimShape(std::string_view op, int shape_world, int elem_bytes, int world);
+
 // kInvalidArgument unless the config is usable (splits ≥ 1, tile_rows ≥ 1, tile_cols ≥ 0, ...).
 Status ValidateOpConfig(const OpConfig& config, std::string_view op);
 
