@@ -38,5 +38,8 @@ step=$(cat "$ck/latest")
 "$LOOM" train --nproc 2 "${args[@]}" resume="$ck" steps=$(( 10#${step#step_} + 2 )) \
   run_dir="$SCRATCH/final" > "$SCRATCH/final.txt" 2>&1 || { cat "$SCRATCH/final.txt"; fail "resume failed"; }
 expect_contains "$SCRATCH/final.txt" "resumed from $ck/$step" "resume from the surviving step"
-ls "$ck" | grep -q '\.tmp$' && fail "the resumed run should have removed leftover .tmp directories"
+if ls "$ck" | grep -q '\.tmp$'; then
+  ls -la "$ck"; grep -E 'ckpt|removing|prun|WARN' "$SCRATCH/final.txt" | tail -20
+  fail "the resumed run should have removed leftover .tmp directories"
+fi
 echo "PASS ($verified kills checked, $torn interrupted a save, resumed from $step)"
