@@ -86,6 +86,7 @@ class TraceSession {
  public:
   static Result<std::unique_ptr<TraceSession>> Start(const TrainConfig& cfg,
                                                      const std::string& run_dir,
+                                                     const std::string& run_id,
                                                      comm::Communicator& comm) {
     const std::string dir = cfg.trace.dir.empty() ? run_dir + "/trace" : cfg.trace.dir;
     LOOM_RETURN_IF_ERROR(MakeDirs(dir).WithContext("trace.dir"));
@@ -97,7 +98,8 @@ class TraceSession {
         .every_n = cfg.trace.every,
         .capacity_per_thread = std::max<int64_t>(
             1, static_cast<int64_t>(cfg.trace.buffer_mb * (1 << 20)) / 64),
-        .trace_name = "loom train rank " + std::to_string(comm.rank())};
+        .trace_name = "loom train rank " + std::to_string(comm.rank()),
+        .run_id = run_id};
     auto s = std::unique_ptr<TraceSession>(
         new TraceSession(o, dir + "/rank" + std::to_string(comm.rank()) + ".trace.json"));
     // Collective: every rank gets the same trace config. Nothing else uses comm yet.
@@ -366,7 +368,7 @@ Result<TrainSummary> RunTraining(const TrainConfig& cfg, comm::Communicator& com
   LOOM_ASSIGN_OR_RETURN(std::string run_dir, AgreeOnRunDir(cfg, comm));
   std::unique_ptr<TraceSession> tracing;  // before the reducer: its thread records into it
   if (cfg.trace.enabled()) {
-    LOOM_ASSIGN_OR_RETURN(tracing, TraceSession::Start(cfg, run_dir, comm));
+    LOOM_ASSIGN_OR_RETURN(tracing, TraceSession::Start(cfg, run_dir, world.run_id, comm));
   }
   std::unique_ptr<TrainCheckpointer> default_hook;
   if (hook == nullptr && (cfg.ckpt.every > 0 || !cfg.resume.empty())) {

@@ -166,7 +166,12 @@ void Tracer::WriteKineto(std::ostream& out) const {
       << ", \"clock_rounds\": " << clock_offset_.rounds
       << ", \"clock\": \"steady\", \"monotonic_at_init_ns\": " << mono_at_init_ns_
       << ", \"realtime_at_init_ns\": " << real_at_init_ns_
-      << ", \"clock_skew_ns\": " << options_.clock_skew_ns << ", \"records\": " << st.records
+      << ", \"clock_skew_ns\": " << options_.clock_skew_ns;
+  if (!options_.run_id.empty()) {
+    out << ", \"run_id\": ";
+    WriteEscaped(out, options_.run_id);
+  }
+  out << ", \"records\": " << st.records
       << ", \"dropped\": " << st.dropped << ", \"lanes\": " << st.lanes << ", \"steps\": ["
       << options_.start_step << ", " << options_.end_step << ", " << options_.every_n
       << "]},\n\"traceEvents\": [\n";

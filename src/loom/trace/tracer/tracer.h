@@ -57,6 +57,7 @@ struct TracerOptions {
   int64_t chunk_records = 4096;           // allocation unit of a lane
   int64_t clock_skew_ns = 0;              // added to every timestamp (tests emulate skewed clocks)
   std::string trace_name = "";            // "traceName" of the export; empty: "loom rank <r>"
+  std::string run_id = "";                // "loom.run_id": equal on all ranks of one job; "" omits it
 };
 
 // Estimated offset of this rank's tracer clock against rank 0's (see clock_sync.h).

@@ -177,7 +177,7 @@ TEST(TracerTest, FullLanesDropAndCountInsteadOfGrowing) {
 }
 
 TEST(TracerTest, ExportHasTheKinetoTopLevelFields) {
-  Tracer tracer({.rank = 1, .world_size = 2, .trace_name = "unit \"test\""});
+  Tracer tracer({.rank = 1, .world_size = 2, .trace_name = "unit \"test\"", .run_id = "job-7"});
   tracer.SetStep(3);
   TraceRecord step;
   step.ts_ns = 5000;
@@ -205,6 +205,7 @@ TEST(TracerTest, ExportHasTheKinetoTopLevelFields) {
   EXPECT_EQ(doc["distributedInfo"]["world_size"], 2);
   EXPECT_TRUE(doc["loom"].contains("clock_offset_ns"));
   EXPECT_TRUE(doc["loom"].contains("rtt_ns"));
+  EXPECT_EQ(doc["loom"]["run_id"], "job-7");
   ASSERT_EQ(EventsNamed(doc, "ProfilerStep#3").size(), 1u);
   const json e = EventsNamed(doc, "ProfilerStep#3")[0];
   EXPECT_EQ(e["ph"], "X");
