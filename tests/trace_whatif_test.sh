@@ -51,6 +51,14 @@ print("replay error %+.2f%%; what-if %.3f ms vs base %.3f ms" %
       (100 * rep["replay_error"], wi["predicted_ms"], wi["base_ms"]))
 PY
 
+# Chakra export of the same run: one .et per rank, starting with a varint length prefix.
+"$LOOM" trace export-chakra "$dir" "$SCRATCH/et/run" > "$SCRATCH/et.txt" 2>&1 \
+  || { cat "$SCRATCH/et.txt"; fail "export-chakra failed"; }
+for r in 0 1; do
+  [[ -s $SCRATCH/et/run.$r.et ]] || fail "export-chakra wrote no $SCRATCH/et/run.$r.et"
+  expect_contains "$SCRATCH/et.txt" "run.$r.et" "export-chakra lists rank $r's file"
+done
+
 # Bad input: a directory without traces, and a truncated trace, name what is wrong.
 mkdir -p "$SCRATCH/empty"
 if "$LOOM" trace replay "$SCRATCH/empty" > "$SCRATCH/bad1.txt" 2>&1; then fail "empty dir accepted"; fi

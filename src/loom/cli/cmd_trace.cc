@@ -14,6 +14,7 @@
 #include "loom/base/file_util.h"
 #include "loom/cli/commands.h"
 #include "loom/cli/parse_bytes.h"
+#include "loom/trace/chakra/export_chakra.h"
 #include "loom/trace/dfg/trace_builder.h"
 #include "loom/trace/ingest/clock_align.h"
 #include "loom/trace/ingest/collective_match.h"
@@ -437,6 +438,27 @@ void RegisterTrace(CLI::App& trace, CliContext* ctx) {
   wi->add_option("--compress-buckets", wa->compress_buckets, "only these bucket indices")
       ->delimiter(',');
   wi->callback([wa, ctx] { ctx->exit_code = Report(RunWhatIfCmd(*wa), "whatif"); });
+
+  // Chakra execution traces (ASTRA-sim's input) from any ingest dialect: <prefix>.<rank>.et.
+  auto ea = std::make_shared<std::pair<std::string, std::string>>();
+  auto* ex = trace.add_subcommand("export-chakra",
+                                  "write Chakra execution traces (<prefix>.<rank>.et) of a run");
+  ex->add_option("dir", ea->first, "directory with the per-rank trace JSON files")->required();
+  ex->add_option("prefix", ea->second, "output path prefix")->required();
+  ex->callback([ea, ctx] {
+    Status s = [&]() -> Status {
+      LOOM_ASSIGN_OR_RETURN(std::vector<trace::ingest::RankTrace> traces,
+                            trace::ingest::ReadTraceDir(ea->first));
+      const std::string parent = std::filesystem::path(ea->second).parent_path().string();
+      if (!parent.empty()) LOOM_RETURN_IF_ERROR(MakeDirs(parent));
+      LOOM_RETURN_IF_ERROR(trace::chakra::ExportChakraAll(traces, ea->second, {}));
+      for (const auto& t : traces) {
+        std::printf("%s\n", trace::chakra::ChakraRankPath(ea->second, t.rank).c_str());
+      }
+      return OkStatus();
+    }();
+    ctx->exit_code = Report(s, "export-chakra");
+  });
 }
 
 }  // namespace loom::cli
