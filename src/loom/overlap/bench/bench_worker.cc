@@ -71,12 +71,14 @@ T Options(const BenchVariant& v, const OverlapBenchConfig& c) {
   return options;
 }
 
-class AgDriver final : public Driver {
+// AG+GEMM and GEMM+RS drive alike: A and B in, C out (the shape type picks the op).
+template <typename Op, typename OpOptions>
+class GemmOpDriver final : public Driver {
  public:
-  AgDriver(Runtime* rt, LinkProxy* proxy, const BenchWorkload& w, const BenchVariant& v,
-           const OverlapBenchConfig& c, WorkloadData* d)
-      : op_(rt, proxy, AgGemmOpShape{w.m_shard, w.k, w.n_local}, Options<AgGemmOptions>(v, c)),
-        d_(d) {}
+  template <typename Shape>
+  GemmOpDriver(Runtime* rt, LinkProxy* proxy, const Shape& shape, const BenchVariant& v,
+               const OverlapBenchConfig& c, WorkloadData* d)
+      : op_(rt, proxy, shape, Options<OpOptions>(v, c)), d_(d) {}
   Status Prepare() override { return op_.Prepare(d_->b.data()); }
   Result<OpRunStats> Run() override { return op_.Run(d_->a.data(), d_->out.data()); }
   Result<OpRunStats> ComputeOnly() override {
@@ -88,29 +90,7 @@ class AgDriver final : public Driver {
   }
 
  private:
-  AgGemm op_;
-  WorkloadData* d_;
-};
-
-class RsDriver final : public Driver {
- public:
-  RsDriver(Runtime* rt, LinkProxy* proxy, const BenchWorkload& w, const BenchVariant& v,
-           const OverlapBenchConfig& c, WorkloadData* d)
-      : op_(rt, proxy, GemmRsOpShape{c.world * w.m_shard, w.k, w.n_local},
-            Options<GemmRsOptions>(v, c)),
-        d_(d) {}
-  Status Prepare() override { return op_.Prepare(d_->b.data()); }
-  Result<OpRunStats> Run() override { return op_.Run(d_->a.data(), d_->out.data()); }
-  Result<OpRunStats> ComputeOnly() override {
-    return op_.RunComputeOnly(d_->a.data(), d_->out.data());
-  }
-  Result<OpRunStats> CommOnly() override { return op_.RunCommOnly(); }
-  std::string Resolved() const override {
-    return std::string(OverlapModeName(op_.resolved_mode()));
-  }
-
- private:
-  GemmRs op_;
+  Op op_;
   WorkloadData* d_;
 };
 
@@ -171,9 +151,11 @@ std::unique_ptr<Driver> MakeDriver(Runtime* rt, LinkProxy* proxy, const BenchWor
                                    WorkloadData* d) {
   switch (w.op) {
     case BenchOp::kAgGemm:
-      return std::make_unique<AgDriver>(rt, proxy, w, v, c, d);
+      return std::make_unique<GemmOpDriver<AgGemm, AgGemmOptions>>(
+          rt, proxy, AgGemmOpShape{w.m_shard, w.k, w.n_local}, v, c, d);
     case BenchOp::kGemmRs:
-      return std::make_unique<RsDriver>(rt, proxy, w, v, c, d);
+      return std::make_unique<GemmOpDriver<GemmRs, GemmRsOptions>>(
+          rt, proxy, GemmRsOpShape{c.world * w.m_shard, w.k, w.n_local}, v, c, d);
     case BenchOp::kMoe:
       return std::make_unique<MoeDriver>(rt, proxy, v, c, d);
   }
