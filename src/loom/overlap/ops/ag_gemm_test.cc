@@ -67,42 +67,15 @@ std::vector<Status> RunAgCase(const AgCase& c, std::vector<OpRunStats>* last = n
       });
 }
 
-using AgParam = std::tuple<int, OverlapMode, int, LinkMode>;  // world, mode, splits, link
-
-class AgGemmModes : public ::testing::TestWithParam<AgParam> {};
+class AgGemmModes : public ::testing::TestWithParam<testing::ModeParam> {};
 
 TEST_P(AgGemmModes, MatchesReferenceOnOddShapes) {
-  auto [world, mode, splits, link_mode] = GetParam();
   AgCase c;
-  c.world = world;
-  c.op.mode = mode;
-  c.op.splits = splits;
-  c.op.tile_rows = 8;
-  c.op.tile_cols = splits == 3 ? 7 : 0;  // column edge tiles too
-  c.link.mode = link_mode;
-  c.link.bytes_per_second = 2e9;  // fast modelled link: the test is about values
+  testing::ApplyModeParam(GetParam(), &c.world, &c.op, &c.link);
   for (const Status& s : RunAgCase(c)) EXPECT_TRUE(s.ok()) << s;
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    All, AgGemmModes,
-    ::testing::Combine(::testing::Values(1, 2, 3, 4),
-                       ::testing::Values(OverlapMode::kSequential, OverlapMode::kDecomposed,
-                                         OverlapMode::kFused, OverlapMode::kAuto),
-                       ::testing::Values(1, 3),
-                       ::testing::Values(LinkMode::kPoison, LinkMode::kDelayOnly,
-                                         LinkMode::kUnlimited)),
-    [](const ::testing::TestParamInfo<AgParam>& info) {
-      std::string name = "W";
-      name += std::to_string(std::get<0>(info.param));
-      name += "_";
-      name += OverlapModeName(std::get<1>(info.param));
-      name += "_S";
-      name += std::to_string(std::get<2>(info.param));
-      name += "_";
-      name += LinkModeName(std::get<3>(info.param));
-      return name;
-    });
+INSTANTIATE_TEST_SUITE_P(All, AgGemmModes, testing::ModeParamValues(), testing::ModeParamName);
 
 TEST(AgGemm, ShardSmallerThanSplitsAndTiles) {
   AgCase c;

@@ -9,10 +9,15 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "loom/base/status.h"
 #include "loom/overlap/link/link_proxy.h"
+#include "loom/overlap/ops/op_stats.h"
+#include "loom/overlap/ops/overlap_mode.h"
 #include "loom/overlap/runtime/runtime.h"
 
 namespace loom::overlap::testing {
@@ -73,6 +78,45 @@ inline RuntimeOptions SmallRuntimeOptions(
   o.num_signals = 1024;
   o.timeout = timeout;
   return o;
+}
+
+// The mode sweep shared by the AllGather+GEMM and GEMM+ReduceScatter value tests:
+// (world, mode, splits, link mode) over worlds 1-4, every mode, S in {1, 3} and the three
+// checking link modes.
+using ModeParam = std::tuple<int, OverlapMode, int, LinkMode>;
+
+inline auto ModeParamValues() {
+  return ::testing::Combine(::testing::Values(1, 2, 3, 4),
+                            ::testing::Values(OverlapMode::kSequential, OverlapMode::kDecomposed,
+                                              OverlapMode::kFused, OverlapMode::kAuto),
+                            ::testing::Values(1, 3),
+                            ::testing::Values(LinkMode::kPoison, LinkMode::kDelayOnly,
+                                              LinkMode::kUnlimited));
+}
+
+// "W2_fused_S3_poison".
+inline std::string ModeParamName(const ::testing::TestParamInfo<ModeParam>& info) {
+  std::string name = "W";  // appended piecewise: GCC 12 warns (-Wrestrict) on "W" + string
+  name += std::to_string(std::get<0>(info.param));
+  name += "_";
+  name += OverlapModeName(std::get<1>(info.param));
+  name += "_S";
+  name += std::to_string(std::get<2>(info.param));
+  name += "_";
+  name += LinkModeName(std::get<3>(info.param));
+  return name;
+}
+
+// Applies a sweep point: 8-row tiles, 7-column edge tiles when S = 3, a fast modelled link (the
+// value tests are about values, not timing).
+inline void ApplyModeParam(const ModeParam& p, int* world, OpConfig* op, LinkOptions* link) {
+  *world = std::get<0>(p);
+  op->mode = std::get<1>(p);
+  op->splits = std::get<2>(p);
+  op->tile_rows = 8;
+  op->tile_cols = op->splits == 3 ? 7 : 0;
+  link->mode = std::get<3>(p);
+  link->bytes_per_second = 2e9;
 }
 
 }  // namespace loom::overlap::testing
