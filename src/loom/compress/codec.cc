@@ -6,6 +6,7 @@
 
 #include "loom/compress/codecs/float_codecs.h"
 #include "loom/compress/codecs/int_codec.h"
+#include "loom/compress/codecs/qsgd_codec.h"
 #include "loom/compress/codecs/sign_codec.h"
 #include "loom/compress/codecs/sparse_codecs.h"
 
@@ -18,7 +19,7 @@ struct WireHeader {
   uint8_t kind;
   uint8_t bits;
   uint8_t flags;  // 1: stochastic, 2: hadamard, 4: l2 scale, 8: unbiased
-  uint8_t reserved0;
+  uint8_t levels;  // qsgd: s (0 for the other codecs)
   uint32_t group;
   float fraction;  // topk / randk
 
@@ -43,8 +44,8 @@ uint64_t Mix(uint64_t x) {  // splitmix64 finalizer
 
 void Codec::WriteHeader(char* out, int64_t n, int64_t payload_bytes) const {
   WireHeader h{kWireMagic, static_cast<uint8_t>(spec_.kind), static_cast<uint8_t>(spec_.bits),
-               Flags(spec_), 0, static_cast<uint32_t>(spec_.group), spec_.fraction, n,
-               payload_bytes};
+               Flags(spec_), static_cast<uint8_t>(spec_.levels),
+               static_cast<uint32_t>(spec_.group), spec_.fraction, n, payload_bytes};
   std::memcpy(out, &h, sizeof h);
 }
 
@@ -65,7 +66,9 @@ Result<int64_t> Codec::CheckHeader(const char* in, int64_t bytes, int64_t n) con
   sent.l2_scale = h.flags & 4;
   sent.unbiased = h.flags & 8;
   sent.fraction = h.fraction;
+  sent.levels = h.levels;
   if (h.kind != static_cast<uint8_t>(spec_.kind) || h.bits != spec_.bits ||
+      h.levels != static_cast<uint8_t>(spec_.levels) ||
       h.group != static_cast<uint32_t>(spec_.group) || h.flags != Flags(spec_) ||
       std::memcmp(&h.fraction, &spec_.fraction, 4) != 0) {
     return FailedPreconditionError("codec mismatch: the buffer was encoded as '" +
@@ -118,6 +121,7 @@ Result<std::unique_ptr<Codec>> MakeCodec(const CodecSpec& spec) {
     case CodecKind::kSign: return std::unique_ptr<Codec>(new SignCodec(spec));
     case CodecKind::kTopK: return std::unique_ptr<Codec>(new TopKCodec(spec));
     case CodecKind::kRandK: return std::unique_ptr<Codec>(new RandKCodec(spec));
+    case CodecKind::kQsgd: return std::unique_ptr<Codec>(new QsgdCodec(spec));
     case CodecKind::kPowerSgd:
       return InvalidArgumentError("'" + spec.ToString() +
                                   "' is a low-rank all-reduce (compress::PowerSgd), not an "

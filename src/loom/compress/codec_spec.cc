@@ -19,6 +19,7 @@ std::string CodecSpec::ToString() const {
       return std::string("sign") + (group > 0 ? ":g" + std::to_string(group) : "") +
              (l2_scale ? ":l2" : "");
     case CodecKind::kPowerSgd: return "powersgd:r" + std::to_string(rank);
+    case CodecKind::kQsgd: return "qsgd:s" + std::to_string(levels) + ":g" + std::to_string(group);
     case CodecKind::kTopK:
     case CodecKind::kRandK: {
       char buf[32];
@@ -100,7 +101,41 @@ Result<CodecSpec> ParseSparse(const std::vector<std::string_view>& parts, bool t
   return spec;
 }
 
+Result<CodecSpec> ParseQsgd(const std::vector<std::string_view>& parts, const std::string& where) {
+  CodecSpec spec;
+  spec.kind = CodecKind::kQsgd;
+  spec.group = kDefaultQsgdGroup;
+  if (parts.size() < 2 || !parts[1].starts_with("s")) {
+    return InvalidArgumentError(where + ": give the levels, e.g. qsgd:s16 or qsgd:s4:g256");
+  }
+  LOOM_ASSIGN_OR_RETURN(spec.levels, ParseInt(parts[1].substr(1), where + ": levels"));
+  if (spec.levels < 1 || spec.levels > kMaxQsgdLevels) {
+    return InvalidArgumentError(where + ": " + std::to_string(spec.levels) +
+                                " levels must be in [1, " + std::to_string(kMaxQsgdLevels) + "]");
+  }
+  spec.bits = QsgdBits(spec.levels);
+  for (size_t i = 2; i < parts.size(); ++i) {
+    if (!parts[i].starts_with("g")) {
+      return InvalidArgumentError(where + ": unknown option '" + std::string(parts[i]) +
+                                  "' (known: g<size>)");
+    }
+    LOOM_ASSIGN_OR_RETURN(spec.group, ParseInt(parts[i].substr(1), where + ": group"));
+  }
+  if (spec.group < 32 || spec.group > kMaxQsgdGroup || spec.group % 32 != 0) {
+    return InvalidArgumentError(where + ": group " + std::to_string(spec.group) +
+                                " must be a multiple of 32 in [32, " +
+                                std::to_string(kMaxQsgdGroup) + "]");
+  }
+  return spec;
+}
+
 }  // namespace
+
+int QsgdBits(int levels) {
+  int bits = 1;
+  while ((1 << bits) < 2 * levels + 1) ++bits;
+  return bits;
+}
 
 Result<CodecSpec> ParseCodecSpec(std::string_view text) {
   const std::string where = "codec spec '" + std::string(text) + "'";
@@ -127,9 +162,10 @@ Result<CodecSpec> ParseCodecSpec(std::string_view text) {
     return spec;
   }
   if (head == "topk" || head == "randk") return ParseSparse(parts, head == "topk", where);
+  if (head == "qsgd") return ParseQsgd(parts, where);
   if (!head.starts_with("int")) {
     return InvalidArgumentError(where + ": unknown codec '" + std::string(head) +
-                                "' (known: none, fp16, bf16, int8, int4, int2, sign, topk, randk, powersgd)");
+                                "' (known: none, fp16, bf16, int8, int4, int2, sign, topk, randk, qsgd, powersgd)");
   }
   spec.kind = CodecKind::kInt;
   LOOM_ASSIGN_OR_RETURN(spec.bits, ParseInt(head.substr(3), where + ": bits"));

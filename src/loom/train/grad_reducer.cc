@@ -27,6 +27,7 @@ GradReducer::GradReducer(comm::Communicator* comm, const nn::FlatLayout* layout,
       grad_(grad_fp32),
       grad_bf16_(grad_bf16),
       options_(options),
+      bypass_(options.min_compress_elements),
       pool_({.num_threads = 1, .name = "grad-reduce"}),
       ready_count_(layout->buckets().size(), 0) {
   bucket_qc_.assign(layout_->buckets().size(), nullptr);
@@ -47,6 +48,12 @@ GradReducer::GradReducer(comm::Communicator* comm, const nn::FlatLayout* layout,
           compress::PowerSgd::Options{.rank = options_.powersgd_rank,
                                       .seed = options_.seed,
                                       .comm = {.tag = options_.tag}}));
+    }
+  }
+  if (options_.nesterov > 0) {
+    for (const nn::Bucket& b : layout_->buckets()) {
+      nesterov_.push_back(
+          std::make_unique<compress::NesterovMomentum>(options_.nesterov, b.size()));
     }
   }
   pool_.Start();
@@ -111,9 +118,21 @@ Status GradReducer::ReduceBucket(int bucket) {
   if (grad_bf16_ != nullptr) AccumulateBf16Into(g, grad_bf16_ + b.begin, b.size());
   const int64_t shard = b.size() / comm_->size();
   compress::QuantizedCollectives* qc = bucket_qc_[bucket];
-  if ((!powersgd_.empty() || qc != nullptr) && step_ >= options_.compress_from_step) {
+  if ((!powersgd_.empty() || qc != nullptr) && step_ >= options_.compress_from_step &&
+      (!powersgd_.empty() || !bypass_.Bypass(b.size()))) {
     const compress::CollectiveCall call{.step = step_, .chunk = bucket, .what = BucketName(bucket)};
+    if (!nesterov_.empty()) nesterov_[bucket]->Apply(g);  // worker side, before encoding
     if (!powersgd_.empty()) return powersgd_[bucket]->AllReduce(g, call);
+    if (options_.push_pull) {
+      return PushPullFor(&qc->codec())->AllReduce(g, b.size(), comm::ReduceOp::kAvg, call);
+    }
+    if (options_.node_size > 1) {
+      LOOM_ASSIGN_OR_RETURN(compress::TwoLevelCollectives * tl, TwoLevelFor(&qc->codec()));
+      if (options_.mode == DpMode::kAllReduce) {
+        return tl->AllReduce(g, b.size(), comm::ReduceOp::kAvg, call);
+      }
+      return tl->ReduceScatter(g, shard, g + shard * comm_->rank(), comm::ReduceOp::kAvg, call);
+    }
     if (options_.mode == DpMode::kAllReduce) {
       return qc->AllReduce(g, b.size(), comm::ReduceOp::kAvg, call);
     }
@@ -142,6 +161,37 @@ compress::QuantizedCollectives* GradReducer::QcFor(const compress::Codec* codec)
   return qc_owned_.back().get();
 }
 
+compress::PushPull* GradReducer::PushPullFor(const compress::Codec* codec) {
+  for (const auto& p : push_pull_owned_) {
+    if (&p->codec() == codec) return p.get();
+  }
+  // All instances share the tag: they are used one call at a time from this reducer's thread.
+  push_pull_owned_.push_back(std::make_unique<compress::PushPull>(
+      comm_, codec,
+      compress::PushPull::Options{.seed = options_.seed,
+                                  .worker_error_feedback = options_.error_feedback,
+                                  .server_error_feedback = true,
+                                  .comm = {.tag = options_.tag}}));
+  return push_pull_owned_.back().get();
+}
+
+Result<compress::TwoLevelCollectives*> GradReducer::TwoLevelFor(const compress::Codec* inter) {
+  for (const auto& t : two_level_owned_) {
+    if (&t->inter_codec() == inter) return t.get();
+  }
+  LOOM_ASSIGN_OR_RETURN(
+      std::unique_ptr<compress::TwoLevelCollectives> tl,
+      compress::TwoLevelCollectives::Create(
+          comm_, options_.intra_codec != nullptr ? options_.intra_codec : inter, inter,
+          {.node_size = options_.node_size,
+           .seed = options_.seed,
+           .worker_error_feedback = options_.error_feedback,
+           .server_error_feedback = true,
+           .comm = {.tag = options_.tag}}));
+  two_level_owned_.push_back(std::move(tl));
+  return two_level_owned_.back().get();
+}
+
 void GradReducer::SetBucketCodecs(const std::vector<const compress::Codec*>& codecs) {
   for (size_t i = 0; i < bucket_qc_.size() && i < codecs.size(); ++i) bucket_qc_[i] = QcFor(codecs[i]);
 }
@@ -161,6 +211,8 @@ compress::CollectiveStats GradReducer::compress_stats() const {
   compress::CollectiveStats sum;
   for (const auto& q : qc_owned_) sum += q->stats();
   for (const auto& p : powersgd_) sum += p->stats();
+  for (const auto& p : push_pull_owned_) sum += p->stats();
+  for (const auto& t : two_level_owned_) sum += t->stats();
   return sum;
 }
 

@@ -9,9 +9,14 @@
 // With a gradient codec (compress.grad), buckets travel quantized instead: zero1 uses the
 // quantized reduce-scatter (each element quantized once by its source, summed in fp32 by its
 // owner), allreduce the compressed all-reduce (reduce-scatter + server-side error feedback +
-// all-gather); see compress/collectives/quantized_collectives.h. With PowerSGD, each bucket is
+// all-gather); see compress/collectives/quantized_collectives.h. With compress.mode=ps
+// (Options::push_pull) compressed buckets are all-reduced by BytePS-style push_pull through
+// parameter-server shards instead (compress/collectives/push_pull.h). With PowerSGD, each bucket is
 // all-reduced as rank-r factors of its matrices (both modes; zero1 then uses its shard). A non-finite gradient fails the
 // step on every rank with the bucket's name.
+// With compress.node_size > 1 (Options::node_size) compressed buckets take SDP4Bit's two-level
+// route (compress/collectives/two_level_collectives.h). Compressed buckets below
+// Options::min_compress_elements travel uncompressed and are counted in bypass().
 //
 //   reducer.BeginMicroStep(/*last=*/true);
 //   loss.backward();                       // hooks launch buckets as they fill
@@ -32,7 +37,11 @@
 #include "loom/base/thread_pool.h"
 #include "loom/comm/communicator.h"
 #include "loom/compress/collectives/powersgd.h"
+#include "loom/compress/collectives/push_pull.h"
 #include "loom/compress/collectives/quantized_collectives.h"
+#include "loom/compress/collectives/small_tensor_bypass.h"
+#include "loom/compress/collectives/two_level_collectives.h"
+#include "loom/compress/decorators/nesterov.h"
 #include "loom/nn/param_layout.h"
 #include "loom/train/train_config.h"
 
@@ -52,6 +61,15 @@ class GradReducer {
     int64_t compress_from_step = 0;          // compress.warmup_steps
     bool error_feedback = false;             // worker-side, per bucket
     int powersgd_rank = 0;                   // > 0: PowerSGD all-reduce (instead of `codec`)
+    bool push_pull = false;  // compress.mode=ps: compressed buckets through compress::PushPull
+    float nesterov = 0;      // compress.nesterov: momentum mu applied before compression; 0: off
+    // compress.min_elements: compressed buckets smaller than this travel uncompressed, counted in
+    // bypass() (compress/collectives/small_tensor_bypass.h); 0: off. Not applied to PowerSGD.
+    int64_t min_compress_elements = 0;
+    // compress.node_size > 1: compressed buckets take the two-level route (intra-node
+    // `intra_codec`, inter-node the bucket's codec; compress/collectives/two_level_collectives.h).
+    int node_size = 1;
+    const compress::Codec* intra_codec = nullptr;  // compress.grad_intra
   };
 
   // `grad_fp32` holds layout->total_elements() floats; `grad_bf16` is the model's bf16 gradient
@@ -66,6 +84,8 @@ class GradReducer {
 
   // The optimizer step (0-based) about to be computed: keys stochastic rounding and warm-up.
   void SetStep(int64_t step) { step_ = step; }
+  // Buckets sent uncompressed because they were below Options::min_compress_elements.
+  const compress::SmallTensorBypass& bypass() const { return bypass_; }
   // Compressed-traffic counters (zero when no codec is configured).
   compress::CollectiveStats compress_stats() const;
 
@@ -95,10 +115,16 @@ class GradReducer {
   float* grad_;
   const uint16_t* grad_bf16_;
   Options options_;
+  compress::SmallTensorBypass bypass_;
+  Result<compress::TwoLevelCollectives*> TwoLevelFor(const compress::Codec* inter);
+  std::vector<std::unique_ptr<compress::TwoLevelCollectives>> two_level_owned_;  // one per codec
   compress::QuantizedCollectives* QcFor(const compress::Codec* codec);
   std::vector<std::unique_ptr<compress::QuantizedCollectives>> qc_owned_;  // one per codec
   std::vector<compress::QuantizedCollectives*> bucket_qc_;  // per bucket; nullptr: uncompressed
   std::vector<std::unique_ptr<compress::PowerSgd>> powersgd_;  // per bucket
+  std::vector<std::unique_ptr<compress::NesterovMomentum>> nesterov_;  // per bucket
+  compress::PushPull* PushPullFor(const compress::Codec* codec);
+  std::vector<std::unique_ptr<compress::PushPull>> push_pull_owned_;  // one per codec (mode ps)
   int64_t step_ = 0;
   Stopwatch micro_step_clock_;
   std::vector<double> ready_s_;

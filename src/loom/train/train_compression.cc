@@ -38,6 +38,11 @@ Result<TrainCompression> TrainCompression::FromConfig(const CompressConfig& c) {
   } else if (grad.kind != compress::CodecKind::kNone) {
     LOOM_ASSIGN_OR_RETURN(tc.grad, compress::MakeCodec(grad));
   }
+  if (c.node_size > 1) {
+    tc.node_size = c.node_size;
+    LOOM_ASSIGN_OR_RETURN(compress::CodecSpec intra, compress::ParseCodecSpec(c.grad_intra));
+    LOOM_ASSIGN_OR_RETURN(tc.grad_intra, compress::MakeCodec(intra));
+  }
   LOOM_ASSIGN_OR_RETURN(tc.weight_spec, compress::ParseWeightSpec(c.weights));
   if (tc.weight_spec.enabled()) {
     LOOM_ASSIGN_OR_RETURN(tc.weights, compress::MakeCodec(tc.weight_spec.codec));
@@ -54,8 +59,10 @@ Result<TrainCompression> TrainCompression::FromConfig(const CompressConfig& c) {
 }
 
 int64_t TrainCompression::pad_elements() const {
-  return std::lcm(std::lcm(std::lcm(int64_t{16}, GroupOf(grad.get())), GroupOf(weights.get())),
-                  plan_group);
+  return std::lcm(std::lcm(std::lcm(std::lcm(int64_t{16}, GroupOf(grad.get())),
+                                     GroupOf(weights.get())),
+                           plan_group),
+                  GroupOf(grad_intra.get()));
 }
 
 std::string TrainCompression::Describe() const {
@@ -63,6 +70,10 @@ std::string TrainCompression::Describe() const {
                                : powersgd_rank > 0
                                    ? "powersgd:r" + std::to_string(powersgd_rank) + " (low rank)"
                                    : "none");
+  if (grad_intra != nullptr) {
+    out += " across nodes, " + grad_intra->spec().ToString() + Bits(*grad_intra) +
+           " within nodes of " + std::to_string(node_size) + " ranks (two-level)";
+  }
   out += ", weights " + (weights ? weight_spec.ToString() + Bits(*weights) : "none");
   return out;
 }

@@ -26,6 +26,8 @@ struct TrainCompression {
   std::unique_ptr<compress::Codec> grad;     // element codec; nullptr: none (or PowerSGD)
   int powersgd_rank = 0;                     // compress.grad=powersgd:r<R>
   std::unique_ptr<compress::Codec> weights;  // nullptr: full-precision parameter all-gather
+  std::unique_ptr<compress::Codec> grad_intra;  // compress.grad_intra when compress.node_size > 1
+  int node_size = 1;                            // compress.node_size
   compress::WeightSpec weight_spec;
   int64_t plan_group = 1;  // lcm of the groups of compress.plan_codecs (when compress.plan is set)
 

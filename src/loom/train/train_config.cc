@@ -71,7 +71,10 @@ json TrainConfigToJson(const TrainConfig& c) {
       {"compress",
        {{"grad", c.compress.grad}, {"weights", c.compress.weights},
         {"warmup_steps", c.compress.warmup_steps}, {"error_feedback", c.compress.error_feedback},
-        {"plan", c.compress.plan}, {"plan_codecs", c.compress.plan_codecs}}},
+        {"plan", c.compress.plan}, {"plan_codecs", c.compress.plan_codecs},
+        {"mode", c.compress.mode}, {"nesterov", c.compress.nesterov},
+        {"min_elements", c.compress.min_elements}, {"node_size", c.compress.node_size},
+        {"grad_intra", c.compress.grad_intra}}},
       {"trace",
        {{"steps", c.trace.steps}, {"dir", c.trace.dir}, {"every", c.trace.every},
         {"buffer_mb", c.trace.buffer_mb}}},
@@ -172,6 +175,46 @@ Status Validate(const TrainConfig& c, int world) {
                              "compresses ZeRO's parameter all-gather: it needs dist.mode=zero1"));
   LOOM_RETURN_IF_ERROR(
       Check(c.compress.warmup_steps >= 0, "compress.warmup_steps", "must be >= 0"));
+  LOOM_RETURN_IF_ERROR(Check(c.compress.nesterov >= 0 && c.compress.nesterov < 1,
+                             "compress.nesterov", "must be in [0, 1) (0: off)"));
+  LOOM_RETURN_IF_ERROR(Check(c.compress.nesterov == 0 || c.compress.grad != "none" ||
+                                 !c.compress.plan.empty(),
+                             "compress.nesterov",
+                             "applies momentum before compression: set compress.grad"));
+  LOOM_RETURN_IF_ERROR(OneOf(c.compress.mode, {"auto", "zero", "allreduce", "ps"}, "compress.mode"));
+  LOOM_RETURN_IF_ERROR(Check(c.compress.min_elements >= 0, "compress.min_elements",
+                             "must be >= 0 (0: compress every bucket)"));
+  LOOM_RETURN_IF_ERROR(Check(c.compress.node_size >= 1 && world % c.compress.node_size == 0,
+                             "compress.node_size",
+                             "must divide the world size " + std::to_string(world)));
+  if (Result<compress::CodecSpec> gi = compress::ParseCodecSpec(c.compress.grad_intra); !gi.ok()) {
+    return InvalidArgumentError("config key 'compress.grad_intra': " +
+                                std::string(gi.status().message()));
+  } else {
+    LOOM_RETURN_IF_ERROR(Check(gi->kind != compress::CodecKind::kPowerSgd &&
+                                   gi->kind != compress::CodecKind::kNone,
+                               "compress.grad_intra", "must be an element codec, e.g. int8:g128"));
+  }
+  if (c.compress.node_size > 1) {
+    LOOM_RETURN_IF_ERROR(Check((c.compress.grad != "none" || !c.compress.plan.empty()) &&
+                                   c.compress.grad.rfind("powersgd", 0) != 0 &&
+                                   c.compress.mode != "ps",
+                               "compress.node_size",
+                               "two-level quantization needs an element codec in compress.grad "
+                               "(or compress.plan), not PowerSGD nor compress.mode=ps"));
+  }
+  LOOM_RETURN_IF_ERROR(Check(c.compress.mode != "zero" || c.dp_mode == "zero1", "compress.mode",
+                             "zero is ZeRO's quantized reduce-scatter: it needs dist.mode=zero1"));
+  LOOM_RETURN_IF_ERROR(Check(c.compress.mode != "allreduce" || c.dp_mode == "allreduce",
+                             "compress.mode", "allreduce needs dist.mode=allreduce"));
+  if (c.compress.mode == "ps") {
+    LOOM_RETURN_IF_ERROR(Check(c.compress.grad != "none" || !c.compress.plan.empty(),
+                               "compress.mode",
+                               "ps sends compressed gradient buckets through parameter-server "
+                               "shards: set compress.grad (or compress.plan)"));
+    LOOM_RETURN_IF_ERROR(Check(c.compress.grad.rfind("powersgd", 0) != 0, "compress.mode",
+                               "ps needs an element codec; PowerSGD has its own all-reduce"));
+  }
   if (!c.compress.plan.empty()) {
     LOOM_RETURN_IF_ERROR(Check(c.compress.grad == "none", "compress.plan",
                                "chooses the gradient codecs itself: leave compress.grad=none"));
@@ -238,6 +281,11 @@ Result<TrainConfig> ResolveTrainConfig(const json* file, const std::vector<std::
     c.compress.error_feedback = j["compress"]["error_feedback"];
     c.compress.plan = j["compress"]["plan"];
     c.compress.plan_codecs = j["compress"]["plan_codecs"];
+    c.compress.mode = j["compress"]["mode"];
+    c.compress.nesterov = j["compress"]["nesterov"];
+    c.compress.min_elements = j["compress"]["min_elements"];
+    c.compress.node_size = j["compress"]["node_size"];
+    c.compress.grad_intra = j["compress"]["grad_intra"];
     c.trace.steps = j["trace"]["steps"];
     c.trace.dir = j["trace"]["dir"];
     c.trace.every = j["trace"]["every"];

@@ -63,6 +63,28 @@ struct CompressConfig {
   bool error_feedback = false;
   std::string plan;
   std::string plan_codecs = "fp16,int8:g128,int4:g128:hadamard";
+  // How compressed gradient buckets travel: "auto" (default: as dist.mode says — zero1's quantized
+  // reduce-scatter, allreduce's compressed all-reduce), "zero" / "allreduce" (the same, checked
+  // against dist.mode), or "ps": BytePS-style push_pull through parameter-server shards, one per
+  // rank on its own thread (compress/collectives/push_pull.h); every rank gets the whole averaged
+  // bucket (with dist.mode=zero1 it then uses its shard). Needs a gradient codec (compress.grad
+  // or compress.plan), not PowerSGD.
+  std::string mode = "auto";
+  // Nesterov momentum mu applied to each rank's gradient buckets before compression (BytePS-
+  // Compress's worker-side decorator, compress/decorators/nesterov.h): m = mu m + g, send
+  // g + mu m. 0 (default): off. In [0, 1); needs a gradient codec; the optimizer's own momentum
+  // still runs (AdamW's beta1), so this is an ablation rather than a BytePS replica.
+  double nesterov = 0;
+  // Compressed buckets with fewer elements travel uncompressed, counted and reported in the run
+  // summary (compress/collectives/small_tensor_bypass.h says why 65536); 0: compress all. Not
+  // applied to compress.plan (the planner decides per bucket) nor PowerSGD.
+  int64_t min_elements = 65536;
+  // SDP4Bit's two-level gradient quantization (TLq): > 1 groups `node_size` consecutive ranks
+  // into a node; compressed buckets are reduced inside the node with `grad_intra` first, then
+  // across nodes with compress.grad (compress/collectives/two_level_collectives.h). Must divide
+  // the world size; 1 (default): one level.
+  int node_size = 1;
+  std::string grad_intra = "int8:g128";
 
   std::vector<std::string> PlanCodecList() const;  // plan_codecs split at commas
 };

@@ -92,5 +92,72 @@ TEST(TrainConfigTest, BadValuesNameTheKey) {
       << f.status().message();
 }
 
+TEST(TrainConfigTest, CompressModePsNeedsAnElementCodecAndZeroAllreduceMatchDistMode) {
+  auto ps = ResolveTrainConfig(nullptr, {"dist.mode=allreduce", "compress.grad=int4:g128",
+                                         "compress.mode=ps"}, 2);
+  ASSERT_TRUE(ps.ok()) << ps.status();
+  EXPECT_EQ(ps->compress.mode, "ps");
+  EXPECT_EQ(ResolveTrainConfig(nullptr, {}, 2)->compress.mode, "auto");
+  struct Case {
+    std::vector<std::string> overrides;
+    std::string expect;
+  } cases[] = {
+      {{"compress.mode=byteps"}, "'compress.mode': 'byteps' is not one of auto, zero, allreduce, ps"},
+      {{"compress.mode=ps"}, "set compress.grad (or compress.plan)"},
+      {{"compress.mode=ps", "compress.grad=powersgd:r2"}, "PowerSGD has its own all-reduce"},
+      {{"compress.mode=zero", "dist.mode=allreduce"}, "needs dist.mode=zero1"},
+      {{"compress.mode=allreduce"}, "allreduce needs dist.mode=allreduce"},
+      {{"compress.mode=ps", "compress.grad=int4:g128", "compress.node_size=2"},
+       "not PowerSGD nor compress.mode=ps"},
+  };
+  for (const Case& k : cases) {
+    auto c = ResolveTrainConfig(nullptr, k.overrides, 2);
+    ASSERT_FALSE(c.ok()) << k.overrides[0];
+    EXPECT_NE(c.status().message().find(k.expect), std::string::npos) << c.status().message();
+  }
+}
+
+TEST(TrainConfigTest, TwoLevelNodeSizeAndSmallTensorBypassKeys) {
+  auto tl = ResolveTrainConfig(nullptr, {"compress.grad=int4:g128:hadamard", "compress.node_size=2",
+                                         "compress.min_elements=1024"}, 2);
+  ASSERT_TRUE(tl.ok()) << tl.status();
+  EXPECT_EQ(tl->compress.node_size, 2);
+  EXPECT_EQ(tl->compress.grad_intra, "int8:g128");
+  EXPECT_EQ(tl->compress.min_elements, 1024);
+  EXPECT_EQ(ResolveTrainConfig(nullptr, {}, 2)->compress.min_elements, 65536);
+  struct Case {
+    std::vector<std::string> overrides;
+    std::string expect;
+  } cases[] = {
+      {{"compress.grad=int4:g128", "compress.node_size=3"},
+       "'compress.node_size': must divide the world size 2"},
+      {{"compress.node_size=2"}, "two-level quantization needs an element codec"},
+      {{"compress.grad=powersgd:r2", "compress.node_size=2"}, "not PowerSGD"},
+      {{"compress.grad=int4:g128", "compress.grad_intra=int9"}, "compress.grad_intra"},
+      {{"compress.min_elements=-1"}, "'compress.min_elements': must be >= 0"},
+  };
+  for (const Case& k : cases) {
+    auto c = ResolveTrainConfig(nullptr, k.overrides, 2);
+    ASSERT_FALSE(c.ok()) << k.overrides.back();
+    EXPECT_NE(c.status().message().find(k.expect), std::string::npos) << c.status().message();
+  }
+}
+
+TEST(TrainConfigTest, CompressNesterovNeedsACodecAndAMuBelowOne) {
+  auto c = ResolveTrainConfig(nullptr, {"compress.grad=qsgd:s16", "compress.nesterov=0.9"}, 2);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_DOUBLE_EQ(c->compress.nesterov, 0.9);
+  EXPECT_EQ(ResolveTrainConfig(nullptr, {}, 2)->compress.nesterov, 0.0);
+  auto above = ResolveTrainConfig(nullptr, {"compress.grad=int8", "compress.nesterov=1"}, 2);
+  ASSERT_FALSE(above.ok());
+  EXPECT_NE(above.status().message().find("'compress.nesterov': must be in [0, 1)"),
+            std::string::npos)
+      << above.status().message();
+  auto alone = ResolveTrainConfig(nullptr, {"compress.nesterov=0.5"}, 2);
+  ASSERT_FALSE(alone.ok());
+  EXPECT_NE(alone.status().message().find("set compress.grad"), std::string::npos)
+      << alone.status().message();
+}
+
 }  // namespace
 }  // namespace loom::train

@@ -226,13 +226,28 @@ void PrintCompressionHeader(const Run& r, const TrainCompression& c, const nn::F
   int64_t params = 0;
   for (const nn::ParamSlot& s : layout.slots()) params += s.spec.numel();
   const int64_t pad = layout.total_elements() - params;
-  char buf[256];
+  char buf[512];
   std::snprintf(buf, sizeof buf,
-                "compress: %s from step %lld; buckets padded to multiples of %d ranks x %lld "
+                "compress: %s from step %lld%s; buckets padded to multiples of %d ranks x %lld "
                 "elements: %lld padding elements (%.2f%% of the parameters)\n",
-                c.Describe().c_str(), (long long)r.cfg.compress.warmup_steps, r.comm.size(),
+                c.Describe().c_str(), (long long)r.cfg.compress.warmup_steps,
+                r.cfg.compress.mode == "ps" ? ", gradients via parameter-server push_pull" : "",
+                r.comm.size(),
                 (long long)c.pad_elements(), (long long)pad, 100.0 * pad / params);
   r.out << buf << std::flush;
+  if (c.grad != nullptr && r.cfg.compress.plan.empty() && r.cfg.compress.min_elements > 0) {
+    const compress::SmallTensorBypass bypass(r.cfg.compress.min_elements);
+    int64_t small = 0, small_elems = 0;
+    for (const nn::Bucket& b : layout.buckets()) {
+      if (bypass.WouldBypass(b.size())) ++small, small_elems += b.size();
+    }
+    std::snprintf(buf, sizeof buf,
+                  "compress: buckets under %lld elements travel uncompressed "
+                  "(compress.min_elements): %lld of %zu buckets, %lld elements\n",
+                  (long long)r.cfg.compress.min_elements, (long long)small,
+                  layout.buckets().size(), (long long)small_elems);
+    r.out << buf << std::flush;
+  }
 }
 
 // Forward and backward of every micro-batch of optimizer step `step`; returns the mean loss.
@@ -414,7 +429,13 @@ Result<TrainSummary> RunTraining(const TrainConfig& cfg, comm::Communicator& com
                        .seed = cfg.seed,
                        .compress_from_step = cfg.compress.warmup_steps,
                        .error_feedback = cfg.compress.error_feedback,
-                       .powersgd_rank = compression.powersgd_rank});
+                       .powersgd_rank = compression.powersgd_rank,
+                       .push_pull = cfg.compress.mode == "ps",
+                       .nesterov = static_cast<float>(cfg.compress.nesterov),
+                       .min_compress_elements =
+                           cfg.compress.plan.empty() ? cfg.compress.min_elements : 0,
+                       .node_size = cfg.compress.node_size,
+                       .intra_codec = compression.grad_intra.get()});
   GradReadyHooks hooks(r.model->params(), [&reducer](int i) { reducer.OnParamReady(i); });
   BucketPlanner bucket_planner(cfg, &comm, &layout, run_dir, r.leader ? &out : nullptr);
   LOOM_RETURN_IF_ERROR(bucket_planner.Start(reducer));
@@ -523,6 +544,9 @@ Result<TrainSummary> RunTraining(const TrainConfig& cfg, comm::Communicator& com
   summary.mfu = Mfu(summary.tokens_per_s, r.flops_per_token, comm.size(), r.peak);
   summary.compressed_traffic =
       DescribeTraffic(reducer.compress_stats(), opt.weight_compress_stats());
+  if (std::string bypassed = reducer.bypass().Describe(); !bypassed.empty()) {
+    summary.compressed_traffic += (summary.compressed_traffic.empty() ? "" : "; ") + bypassed;
+  }
   if (r.leader) LOOM_RETURN_IF_ERROR(FinishRun(r, *writer, summary));
   return summary;
 }

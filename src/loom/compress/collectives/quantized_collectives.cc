@@ -402,26 +402,32 @@ QuantizedCollectives::QuantizedCollectives(comm::Communicator* comm, const Codec
 
 QuantizedCollectives::~QuantizedCollectives() = default;
 
-Status QuantizedCollectives::CheckSpecsAgree() {
-  if (specs_checked_) return OkStatus();
-  const int P = comm_->size();
+Status CheckCodecAgreement(comm::Communicator* comm, const Codec& codec,
+                           const comm::CommOptions& opts) {
+  const int P = comm->size();
   std::vector<char> mine(kSpecBytes, 0), all(static_cast<size_t>(P * kSpecBytes));
-  const std::string spec = codec_->spec().ToString();
+  const std::string spec = codec.spec().ToString();
   std::memcpy(mine.data(), spec.data(), std::min<size_t>(spec.size(), kSpecBytes - 1));
-  LOOM_RETURN_IF_ERROR(comm_
+  LOOM_RETURN_IF_ERROR(comm
                            ->AllGather(TensorView::Flat(mine.data(), DType::kU8, kSpecBytes),
                                        TensorView::Flat(all.data(), DType::kU8, P * kSpecBytes),
-                                       options_.comm)
+                                       opts)
                            .WithContext("codec agreement"));
   for (int j = 0; j < P; ++j) {
     const std::string theirs(all.data() + j * kSpecBytes);
     if (theirs != spec) {
       return FailedPreconditionError("codec mismatch: rank " + std::to_string(j) + " uses '" +
-                                     theirs + "', rank " + std::to_string(comm_->rank()) +
+                                     theirs + "', rank " + std::to_string(comm->rank()) +
                                      " uses '" + spec +
                                      "' (give every rank the same compress.* settings)");
     }
   }
+  return OkStatus();
+}
+
+Status QuantizedCollectives::CheckSpecsAgree() {
+  if (specs_checked_) return OkStatus();
+  LOOM_RETURN_IF_ERROR(CheckCodecAgreement(comm_, *codec_, options_.comm));
   specs_checked_ = true;
   return OkStatus();
 }

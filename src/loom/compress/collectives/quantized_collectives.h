@@ -150,6 +150,12 @@ class QuantizedCollectives {
   std::unique_ptr<ThreadPool> pool_;  // when options_.executor is null; started on first use
 };
 
+// The first call's check that every rank uses the same codec: one all-gather of the specs; on a
+// mismatch every rank returns kFailedPrecondition naming both specs and ranks. Shared by the
+// compressed collectives (QuantizedCollectives, PushPull).
+Status CheckCodecAgreement(comm::Communicator* comm, const Codec& codec,
+                           const comm::CommOptions& opts);
+
 // The smallest multiple of world * group (group = the codec's, 1 for float codecs) >= n: bucket
 // sizes that split into whole groups on every rank.
 int64_t PaddedCount(int64_t n, int world, const CodecSpec& spec);
