@@ -1,0 +1,72 @@
+// The configuration grid of `loom bench replay` (issue 6, "Measurement"): link rate (tc tbf) ×
+// gradient bucket size × overlap on/off × gradient compression none/int4. Each configuration maps
+// to (a) the `loom train` keys that run it for real and (b) the whatif::WhatIf that predicts it
+// from the profiled base configuration.
+//
+//   std::vector<EvalConfig> grid = ReplayGrid(/*quick=*/false);   // grid[0] is the base
+//   TrainKeys(grid[3]);  // {"dist.bucket_mb=4", "dist.overlap=false", "compress.grad=none"}
+//   LOOM_ASSIGN_OR_RETURN(whatif::WhatIf w, ToWhatIf(grid[3], grid[0], bandwidth, {}));
+//
+// Bandwidth mapping: a shaped link's bandwidth is its tbf rate; "unshaped" is the veth pair's own
+// capacity, which the base trace measures when the base is unshaped (the fitted β) and which
+// BandwidthModel::unshaped_bits_per_s assumes otherwise. The what-if factor is
+// target bandwidth / base bandwidth, applied to the base trace's fitted β (α is kept): the
+// fitted β already holds what the nominal rate does not (TCP framing, tbf bursts).
+//
+// Thread-safety: value types and pure functions.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "loom/base/status.h"
+#include "loom/trace/whatif/whatif.h"
+
+namespace loom::trace::evaluation {
+
+// "unshaped" -> 0; "10mbit", "200mbit", "1gbit", "500kbit" (tc's decimal units) -> bits/s.
+// kInvalidArgument naming the text otherwise.
+Result<double> ParseLinkRate(const std::string& rate);
+
+struct EvalConfig {
+  std::string rate = "unshaped";  // tc tbf rate on both veth ends, or "unshaped"
+  double bucket_mb = 4.0;         // dist.bucket_mb (MiB)
+  bool overlap = true;            // dist.overlap
+  std::string codec = "none";     // "none" or a whatif::DefaultCodec name ("int4", "int8", "fp16")
+
+  // "200mbit/b0.25/ov/none" (ov = overlap on, seq = off).
+  std::string Name() const;
+  bool operator==(const EvalConfig& o) const = default;
+};
+
+// The loom trainer's codec spec for a whatif codec name: "int4" -> "int4:g128", "int8" ->
+// "int8:g128", "fp16" -> "fp16", "none" -> "none". kInvalidArgument for other names.
+Result<std::string> TrainCodecSpec(const std::string& codec);
+
+// `loom train` keys of the configuration (the link rate is the testbed's, not a train key).
+Result<std::vector<std::string>> TrainKeys(const EvalConfig& c);
+
+// The grid, base first. Full: every bucket × overlap × codec combination at 200, 50 and
+// 10 Mbit (24), and three each at 1 Gbit and unshaped: 30 configurations. Quick: the base and
+// three others (a faster link, a slower link with one bucket and no overlap, int4).
+EvalConfig BaseConfig();
+std::vector<EvalConfig> ReplayGrid(bool quick);
+
+struct BandwidthModel {
+  double unshaped_bits_per_s = 10e9;   // veth capacity assumed when the base is shaped (10 Gbit/s)
+  double base_fitted_bytes_per_s = 0;  // the base trace's fitted β (0: not identified)
+};
+
+// target bandwidth / base bandwidth (see the header comment). kInvalidArgument for bad rates or
+// an unshaped base whose β was not identified.
+Result<double> BandwidthScale(const EvalConfig& target, const EvalConfig& base,
+                              const BandwidthModel& bw);
+
+// The what-if predicting `target` from a profile of `base`: bandwidth ×k, bucket size when it
+// differs, overlap when it differs, compression when target.codec != base.codec (codec costs
+// from `codecs_json` — a `loom bench codecs --json` file — when given, else DefaultCodec).
+// A base that is itself compressed is not supported (kUnimplemented).
+Result<whatif::WhatIf> ToWhatIf(const EvalConfig& target, const EvalConfig& base,
+                                const BandwidthModel& bw, const std::string& codecs_json = "");
+
+}  // namespace loom::trace::evaluation
