@@ -145,6 +145,11 @@ struct EvalArgs {
   double min_fraction = -1;
   int min_channels = 0;
   int window = 0;
+  int64_t fast_confirm_s = -1;
+  int fast_min_channels = 0;
+  int64_t long_window_s = -1;
+  double heartbeat_timeout_s = -1;
+  bool gate_study = false;
 };
 
 int RunEval(const EvalArgs& a) {
@@ -169,6 +174,11 @@ int RunEval(const EvalArgs& a) {
   if (a.min_fraction > 0) o.min_fraction = a.min_fraction;
   if (a.min_channels > 0) o.min_channels = a.min_channels;
   if (a.window > 0) o.window = a.window;
+  if (a.fast_confirm_s >= 0) o.fast_confirm_s = a.fast_confirm_s;
+  if (a.fast_min_channels > 0) o.fast_min_channels = a.fast_min_channels;
+  if (a.long_window_s >= 0) o.long_window_s = a.long_window_s;
+  if (a.heartbeat_timeout_s > 0) o.heartbeat_timeout_s = a.heartbeat_timeout_s;
+  o.gate_study = a.gate_study;
   if (!a.vae_dir.empty()) {
     o.denoiser = "lstm_vae";
     o.model_dir = a.vae_dir;
@@ -229,6 +239,18 @@ void RegisterMonitorDetect(CLI::App& monitor, CliContext* ctx) {
                 "gate: fraction of T_c the candidate must hold (default 0.8; 1 = Minder's strict rule)");
   e->add_option("--min-channels", ea->min_channels,
                 "gate: metrics that must name the same machine (1 = Minder)");
+  e->add_option("--fast-confirm-s", ea->fast_confirm_s,
+                "Minder's score-adaptive gate: fewest seconds to confirm "
+                "(default 0 = fixed gate)");
+  e->add_option("--fast-min-channels", ea->fast_min_channels,
+                "channels that must name the machine for the fast path (default 2)");
+  e->add_option("--long-window-s", ea->long_window_s,
+                "Minder's long-window channels, seconds (0 = off; default 120; their "
+                "weight is picked on validation)");
+  e->add_option("--heartbeat-timeout-s", ea->heartbeat_timeout_s,
+                "minder+heartbeat: seconds without data that confirm a crash (default 3)");
+  e->add_flag("--gate-study", ea->gate_study,
+              "also sweep the gate settings on validation (use --jobs N,M,0 to leave test alone)");
   e->add_option("--window", ea->window, "window length w of the windowed detectors (default 18; Minder: 8)");
   e->callback([ea, ctx] { ctx->exit_code = RunEval(*ea); });
 }

@@ -10,8 +10,15 @@
 // With min_fraction = 1 a candidate run breaks when the candidate changes or disappears; with
 // min_fraction < 1 the machine must be the candidate in at least that fraction of the last T_c
 // seconds (and now). A skipped second (calls at t and t+2) restarts every history.
-// continuity_s <= 1 means "no continuity" (alert on every candidate). Thread-safety: not
-// thread-safe.
+// continuity_s <= 1 means "no continuity" (alert on every candidate).
+// Score-adaptive confirmation (fast_confirm_s > 0): a candidate second counts with weight
+// clamp(score / threshold, 1, need / fast_confirm_s) instead of 1 when at least
+// fast_min_channels channels name the same machine that second, and the gate confirms once the
+// machine's weights over the last T_c seconds reach need (= ceil(min_fraction x T_c)). A score
+// near the threshold needs the full T_c; a score far above it confirms after fast_confirm_s
+// seconds. A missing-data candidate (unreachable machine, missed heartbeats) counts with weight
+// need / missing_confirm_s when missing_confirm_s > 0. Both off (0) = Minder's rule.
+// Thread-safety: not thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -44,7 +51,18 @@ struct GateOptions {
   // same machine at that second (a missing-data candidate always counts). 1 = Minder.
   // Capped at the detector's channel count.
   int min_channels = 1;
+  // Score-adaptive gate: the fewest candidate seconds that can confirm (0 = off = count every
+  // second as 1), and how many channels must name the machine that second for its score to
+  // weigh more than 1 (a one-metric excursion never takes the fast path when > 1).
+  int64_t fast_confirm_s = 0;
+  int fast_min_channels = 2;
+  // Missing-data candidates confirm after this many seconds (0 = like any other candidate).
+  int64_t missing_confirm_s = 0;
 };
+
+// Weight of one candidate second under `options` (see ContinuityGate): `need` = hits required,
+// `agree` = channels naming the machine this second.
+double CandidateWeight(const GateOptions& options, int need, double score, bool missing, int agree);
 
 struct GateDecision {
   int candidate = -1;  // the first channel (in priority order) with a candidate this second
@@ -70,11 +88,14 @@ class ContinuityGate {
     std::vector<int> ring;
     size_t head = 0, filled = 0;
     std::vector<int> count;  // by machine
+    std::vector<double> weight;       // ring of candidate weights (parallel to ring)
+    std::vector<double> weight_sum;   // by machine
   };
   int64_t last_t_ = std::numeric_limits<int64_t>::min();
   std::vector<History> history_;
   std::vector<int> cand_;
   std::vector<int> support_;
+  std::vector<int> agree_;
 };
 
 }  // namespace loom::monitor

@@ -65,6 +65,14 @@ Result<std::unique_ptr<ScoredDetector>> MakeScoredDetector(const nlohmann::json&
                         Field<int64_t>(spec, "continuity_s", gate.continuity_s));
   LOOM_ASSIGN_OR_RETURN(gate.min_fraction, Field<double>(spec, "min_fraction", 1.0));
   LOOM_ASSIGN_OR_RETURN(gate.min_channels, Field<int>(spec, "min_channels", 1));
+  LOOM_ASSIGN_OR_RETURN(gate.fast_confirm_s, Field<int64_t>(spec, "fast_confirm_s", 0));
+  LOOM_ASSIGN_OR_RETURN(gate.fast_min_channels, Field<int>(spec, "fast_min_channels", 2));
+  LOOM_ASSIGN_OR_RETURN(gate.missing_confirm_s, Field<int64_t>(spec, "missing_confirm_s", 0));
+  if (gate.fast_confirm_s < 0 || gate.missing_confirm_s < 0 || gate.fast_min_channels < 1) {
+    return InvalidArgumentError(
+        "detector spec fields 'fast_confirm_s' and 'missing_confirm_s' must be >= 0 and "
+        "'fast_min_channels' >= 1");
+  }
   if (!(gate.min_fraction > 0 && gate.min_fraction <= 1) || gate.min_channels < 1) {
     return InvalidArgumentError(
         "detector spec fields 'min_fraction' must be in (0, 1] and 'min_channels' >= 1");
@@ -88,6 +96,16 @@ Result<std::unique_ptr<ScoredDetector>> MakeScoredDetector(const nlohmann::json&
     LOOM_ASSIGN_OR_RETURN(o.corroborate, Field<int>(spec, "corroborate", 0));
     if (o.corroborate < 0) return InvalidArgumentError("detector spec field 'corroborate' < 0");
     LOOM_ASSIGN_OR_RETURN(o.scale_floor, Field<double>(spec, "scale_floor", o.scale_floor));
+    LOOM_ASSIGN_OR_RETURN(o.long_window_s, Field<int64_t>(spec, "long_window_s", 0));
+    LOOM_ASSIGN_OR_RETURN(o.long_scale_floor,
+                          Field<double>(spec, "long_scale_floor", o.long_scale_floor));
+    LOOM_ASSIGN_OR_RETURN(o.long_weight, Field<double>(spec, "long_weight", 1.0));
+    if (o.long_window_s < 0 || o.long_window_s > 4096 || !(o.long_scale_floor > 0) ||
+        !(o.long_weight > 0)) {
+      return InvalidArgumentError(
+          "detector spec fields 'long_window_s' must be in [0, 4096], 'long_scale_floor' and "
+          "'long_weight' > 0");
+    }
     LOOM_ASSIGN_OR_RETURN(o.denoiser, Field<std::string>(spec, "denoiser", "moving_median"));
     LOOM_ASSIGN_OR_RETURN(const std::string model_dir, Field<std::string>(spec, "model_dir", ""));
     DenoiserFactory factory;

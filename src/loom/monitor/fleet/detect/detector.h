@@ -83,15 +83,17 @@ using DenoiserLoader = std::function<Result<std::unique_ptr<Denoiser>>(
 // Builds a detector from {"type": ...}. Types and their fields (defaults in brackets):
 //  minder       window [8], denoiser ["moving_median"|"identity"|other via loader], model_dir,
 //               distance ["l2"|"l2sq"|"l1"|"linf"], integrated [false] (one model, all metrics
-//               concatenated), priority [metric order], max_metrics [all], norm_horizon_s [600]
+//               concatenated), priority [metric order], max_metrics [all], norm_horizon_s [600],
+//               long_window_s [0 = off], long_scale_floor [0.003], long_weight [1]
+//               (long-window channels)
 //  mahalanobis  window [8], shrinkage [0.1]
 //  peer_z       (per-metric robust z of the latest sample)
 //  iforest      window [8], trees [50], sample [64], seed [1]
 //  nvrx         window_s [60] (median step time window), metric ["step_time"]
 //  bocd         metric ["step_time"], hazard_s [300], max_run [300]
 //  heartbeat    metric ["step_time"] (progress: stuck value); score = seconds missing or stuck
-// Every type takes the gate fields threshold, continuity_s, min_fraction [1], min_channels [1]
-// (see GateOptions).
+// Every type takes the gate fields threshold, continuity_s, min_fraction [1], min_channels [1],
+// fast_confirm_s [0 = off], fast_min_channels [2], missing_confirm_s [0 = off] (GateOptions).
 // Unknown types or fields of the wrong type are InvalidArgument errors naming the field.
 Result<std::unique_ptr<Detector>> MakeDetector(const nlohmann::json& spec,
                                                const DenoiserLoader& loader = nullptr);

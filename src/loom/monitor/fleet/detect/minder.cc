@@ -19,6 +19,7 @@ MinderDetector::MinderDetector(MinderOptions options, GateOptions gate, Denoiser
 std::string MinderDetector::name() const {
   std::string n = options_.integrated ? "minder_integrated" : "minder";
   if (options_.corroborate > 0) n += "_corr" + std::to_string(options_.corroborate);
+  if (options_.long_window_s > 0) n += "_long" + std::to_string(options_.long_window_s);
   return n + "(" + options_.denoiser + ",w=" + std::to_string(options_.window) +
          ",T_c=" + std::to_string(gate_options().continuity_s) + ")";
 }
@@ -70,6 +71,7 @@ Result<ScoreStep> MinderDetector::Score(const FleetSeries& s, int64_t t) {
     for (int c = 0; c < channels; ++c) {
       step.channels.push_back({single ? single_name : s.metric_names[order_[c]]});
     }
+    if (!single) AddLongWindowChannels(s, t, &step);
     return step;
   }
   if (options_.corroborate > 0) all_z_.assign(order_.size() * static_cast<size_t>(n), NAN);
@@ -127,8 +129,48 @@ Result<ScoreStep> MinderDetector::Score(const FleetSeries& s, int64_t t) {
     if (c == 0) step.machine_scores = z_;
     step.channels.push_back(std::move(ch));
   }
-  if (options_.corroborate > 0) Corroborate(s, any_missing, &step);
+  if (options_.corroborate > 0) {
+    Corroborate(s, any_missing, &step);
+  } else {
+    AddLongWindowChannels(s, t, &step);
+  }
   return step;
+}
+
+std::string LongWindowChannelName(const std::string& metric, int64_t long_window_s) {
+  return metric + "@" + std::to_string(long_window_s) + "s";
+}
+
+void MinderDetector::AddLongWindowChannels(const FleetSeries& s, int64_t t, ScoreStep* step) {
+  const int64_t len = options_.long_window_s;
+  if (len <= 0) return;
+  const int n = s.machines;
+  const int w = static_cast<int>(len);
+  long_level_.resize(n);
+  z_.resize(n);
+  for (int m : order_) {
+    ChannelScore ch{LongWindowChannelName(s.metric_names[m], len)};
+    if (t >= len - 1 && n >= 3) {
+      ExtractFleetWindow(s, m, t, w, std::max(options_.norm_horizon_s, len), &win_);
+      // Per-machine median, not mean: a spike or transient shorter than L/2 cannot move it.
+      long_buf_.resize(w);
+      for (int i = 0; i < n; ++i) {
+        if (!win_.present[i]) {
+          long_level_[i] = NAN;
+          continue;
+        }
+        const float* v = win_.values.data() + static_cast<size_t>(i) * w;
+        std::copy(v, v + w, long_buf_.begin());
+        std::nth_element(long_buf_.begin(), long_buf_.begin() + w / 2, long_buf_.end());
+        long_level_[i] = long_buf_[w / 2];
+      }
+      RobustZ(long_level_, win_.present, options_.long_scale_floor, z_);
+      for (float& v : z_) v = static_cast<float>(options_.long_weight) * std::fabs(v);
+      SetTopCandidate(z_, &ch);
+      MarkMissingCandidate(win_.present, &ch);
+    }
+    step->channels.push_back(std::move(ch));
+  }
 }
 
 void MinderDetector::Corroborate(const FleetSeries& s, const std::vector<uint8_t>& any_missing,

@@ -41,11 +41,23 @@ struct MinderOptions {
   // a one-metric excursion (a noise spike) cannot alert. The alert names the k metrics
   // ("gpu_power+gpu_tensor").
   int corroborate = 0;
+  // Long-window channels (loom's extension, 0 = off): per metric, one more channel
+  // "<metric>@<L>s" after the per-metric ones whose score is |robust z| over machines of each
+  // machine's median normalised value over the last L seconds (floor long_scale_floor). A 1.05x
+  // fail-slow stretch is below the 1 Hz noise but its level shift is visible over minutes; the
+  // median ignores spikes and transients shorter than L/2.
+  int64_t long_window_s = 0;
+  double long_scale_floor = 0.003;
+  // Multiplies the long-window channels' scores: their candidates need z >= threshold /
+  // long_weight (the gate has one threshold for all channels).
+  double long_weight = 1.0;
 };
 
 // Builds the denoiser for one metric.
 using DenoiserFactory = std::function<Result<std::unique_ptr<Denoiser>>(const std::string& metric)>;
 DenoiserFactory BuiltinDenoisers(const std::string& type = "moving_median");
+// Name of a long-window channel: "gpu_power@120s".
+std::string LongWindowChannelName(const std::string& metric, int64_t long_window_s);
 
 class MinderDetector : public ScoredDetector {
  public:
@@ -57,6 +69,7 @@ class MinderDetector : public ScoredDetector {
 
  private:
   Status Prepare(const FleetSeries& s);
+  void AddLongWindowChannels(const FleetSeries& s, int64_t t, ScoreStep* step);
   void Corroborate(const FleetSeries& s, const std::vector<uint8_t>& any_missing, ScoreStep* step);
   MinderOptions options_;
   DenoiserFactory make_denoiser_;
@@ -66,6 +79,7 @@ class MinderDetector : public ScoredDetector {
   FleetWindow win_;
   std::vector<float> emb_, sums_, z_;
   std::vector<uint8_t> present_all_;
+  std::vector<float> long_level_, long_buf_;  // long-window channels: per-machine median
   std::vector<float> all_z_;  // [channel][machine] for corroboration
 };
 

@@ -30,15 +30,26 @@ struct DetectorPlan {
   std::string trace_key;  // detectors with equal keys share score traces
   json spec;
   bool gate_free = false;  // continuity 1 in both modes
+  bool minder_gate = false;  // streaming gate: FleetEvalOptions::fast_confirm_s (Minder rows)
+  bool adaptive = false;     // streaming gate: FleetEvalOptions::adaptive_row_* (ablation row)
+  bool drop_long = false;  // replay without the long-window channels ("metric@Ls")
+  bool heartbeat = false;  // replay with the heartbeat channel first (minder+heartbeat)
 };
 
 std::vector<DetectorPlan> Plans(const FleetEvalOptions& o) {
   json minder = {{"type", "minder"}, {"denoiser", o.denoiser}};
   if (!o.model_dir.empty()) minder["model_dir"] = o.model_dir;
+  if (o.long_window_s > 0) minder["long_window_s"] = o.long_window_s;
+  json raw = {{"type", "minder"}, {"denoiser", "identity"}};
+  if (o.long_window_s > 0) raw["long_window_s"] = o.long_window_s;
+  const bool has_long = o.long_window_s > 0;
   std::vector<DetectorPlan> plans = {
-      {"minder", "minder", minder, false},
+      {"minder", "minder", minder, false, true},
+      {"minder+heartbeat", "minder", minder, false, true, false, false, true},
+      {"minder_adaptive", "minder", minder, false, true, true},
+      {"minder_1hz", "minder", minder, false, true, false, true},
       {"minder_nocont", "minder", minder, true},
-      {"minder_raw", "minder_raw", {{"type", "minder"}, {"denoiser", "identity"}}, false},
+      {"minder_raw", "minder_raw", raw, false, true},
       {"minder_integrated", "minder_integrated",
        {{"type", "minder"}, {"denoiser", o.denoiser}, {"integrated", true}}, false},
       {"minder_corr2", "minder_corr2",
@@ -50,6 +61,11 @@ std::vector<DetectorPlan> Plans(const FleetEvalOptions& o) {
       {"bocd", "bocd", {{"type", "bocd"}}, false},
       {"heartbeat", "heartbeat", {{"type", "heartbeat"}}, true},
   };
+  if (!has_long) {  // minder_1hz is minder itself then
+    plans.erase(std::remove_if(plans.begin(), plans.end(),
+                               [](const DetectorPlan& p) { return p.drop_long; }),
+                plans.end());
+  }
   for (DetectorPlan& p : plans) {
     if (p.spec.value("denoiser", "") == o.denoiser && !o.model_dir.empty()) {
       p.spec["model_dir"] = o.model_dir;
@@ -154,7 +170,8 @@ double Calibrate(const std::vector<LabelledJob>& val, const std::vector<ScoreTra
 double Finite(double v) { return std::isfinite(v) ? v : -1; }
 
 json RowJson(const std::string& name, const std::string& mode, const Schedule& sch,
-             const Totals& test, double val_fa, int bootstrap) {
+             const Totals& test, const Totals& val, int bootstrap) {
+  const double val_fa = val.false_alarms_per_machine_day();
   const PrfWithCi prf = BootstrapPrf(test, bootstrap, 17);
   json row = {{"detector", name},
               {"mode", mode},
@@ -179,6 +196,13 @@ json RowJson(const std::string& name, const std::string& mode, const Schedule& s
     ttd_by_type[type] = Finite(test.TtdPercentile(50, type));
   }
   row["ttd_p50_by_type_s"] = ttd_by_type;
+  row["fast_confirm_s"] = sch.gate.fast_confirm_s;
+  row["fast_min_channels"] = sch.gate.fast_min_channels;
+  row["missing_confirm_s"] = sch.gate.missing_confirm_s;
+  row["val_precision"] = val.precision();
+  row["val_recall"] = val.recall();
+  row["val_f1"] = val.f1();
+  row["val_ttd_p50_s"] = Finite(val.TtdPercentile(50));
   return row;
 }
 
@@ -229,9 +253,14 @@ Result<json> Timing(const FleetEvalOptions& o, const std::vector<std::string>& p
     LOOM_RETURN_IF_ERROR(ValidateSimConfig(cfg));
     const LabelledJob job = SimulateJob(cfg, 99);
     json row = {{"machines", n}};
-    json minder = {{"type", "minder"}, {"denoiser", o.denoiser}, {"priority", priority},
+    std::vector<std::string> metric_priority;  // long-window channels follow their metrics
+    for (const std::string& c : priority) {
+      if (c.find('@') == std::string::npos) metric_priority.push_back(c);
+    }
+    json minder = {{"type", "minder"}, {"denoiser", o.denoiser}, {"priority", metric_priority},
                    {"window", o.window}};
     if (!o.model_dir.empty()) minder["model_dir"] = o.model_dir;
+    if (o.long_window_s > 0) minder["long_window_s"] = o.long_window_s;
     json minder_sq = minder;
     minder_sq["distance"] = "l2sq";
     for (const auto& [label, spec] : std::vector<std::pair<std::string, json>>{
@@ -271,6 +300,187 @@ int64_t GateSpan(int64_t tc, int64_t smear, double min_fraction) {
   return static_cast<int64_t>(std::ceil(hold / min_fraction - 1e-9));
 }
 
+// Channel order a plan replays: Minder's CART order (all channels when empty), without the
+// long-window channels ("metric@Ls") when asked, behind the heartbeat channel (index 0 of a
+// fused trace) when asked.
+std::vector<int> PlanOrder(const DetectorPlan& p, const std::vector<std::string>& channels,
+                           const std::vector<int>& cart) {
+  std::vector<int> ord = cart;
+  if (ord.empty() && (p.drop_long || p.heartbeat)) {
+    for (size_t c = 0; c < channels.size(); ++c) ord.push_back(static_cast<int>(c));
+  }
+  if (p.drop_long) {
+    ord.erase(std::remove_if(ord.begin(), ord.end(),
+                             [&](int c) { return channels[c].find('@') != std::string::npos; }),
+              ord.end());
+  }
+  if (p.heartbeat) {
+    for (int& c : ord) ++c;
+    ord.insert(ord.begin(), 0);
+  }
+  return ord;
+}
+
+// Per split (val, test): the base traces with the heartbeat channel prepended.
+Result<std::vector<std::vector<ScoreTrace>>> FuseHeartbeat(
+    const std::vector<std::vector<ScoreTrace>>& heartbeat,
+    const std::vector<std::vector<ScoreTrace>>& base, double timeout_s) {
+  std::vector<std::vector<ScoreTrace>> out(base.size());
+  for (size_t s = 1; s < base.size(); ++s) {
+    for (size_t k = 0; k < base[s].size(); ++k) {
+      LOOM_ASSIGN_OR_RETURN(ScoreTrace tr,
+                            PrependHeartbeatChannel(heartbeat[s][k], base[s][k], timeout_s));
+      out[s].push_back(std::move(tr));
+    }
+  }
+  return out;
+}
+
+// The streaming gate of a plan under the evaluation's options.
+GateOptions StreamingGate(const FleetEvalOptions& o, const DetectorPlan& p, GateOptions gate) {
+  if (p.minder_gate) {
+    gate.fast_confirm_s = o.fast_confirm_s;
+    gate.fast_min_channels = o.fast_min_channels;
+  }
+  if (p.adaptive) {
+    gate.fast_confirm_s = o.adaptive_row_fast_confirm_s;
+    gate.fast_min_channels = o.adaptive_row_min_channels;
+  }
+  if (p.heartbeat) gate.missing_confirm_s = 1;
+  return gate;
+}
+
+json StudyRow(const std::vector<LabelledJob>& val, const std::vector<ScoreTrace>& traces,
+              const Schedule& sch, const std::vector<int>& order, double budget) {
+  Schedule cal = sch;
+  cal.gate.threshold = Calibrate(val, traces, sch, order, budget);
+  const Totals t = ScoreSplit(val, traces, cal, order);
+  json ttd = json::object();
+  for (const auto& [type, r] : t.RecallByType()) ttd[type] = Finite(t.TtdPercentile(50, type));
+  return {{"threshold", cal.gate.threshold},
+          {"fast_confirm_s", sch.gate.fast_confirm_s},
+          {"fast_min_channels", sch.gate.fast_min_channels},
+          {"val_fa_per_machine_day", t.false_alarms_per_machine_day()},
+          {"val_precision", t.precision()},
+          {"val_recall", t.recall()},
+          {"val_f1", t.f1()},
+          {"val_ttd_p50_s", Finite(t.TtdPercentile(50))},
+          {"val_recall_by_type", t.RecallByType()},
+          {"val_ttd_p50_by_type_s", ttd}};
+}
+
+// Validation-only sweep of Minder's streaming gate: adaptive confirmation (fast_confirm_s x
+// fast_min_channels), with and without the long-window channels, and heartbeat timeouts.
+Result<json> GateStudy(const FleetEvalOptions& o, const std::vector<LabelledJob>& val,
+                       const std::vector<ScoreTrace>& minder,
+                       const std::vector<ScoreTrace>* heartbeat, const std::vector<int>& cart,
+                       Schedule base, std::FILE* progress) {
+  json rows = json::array();
+  const bool has_long = o.long_window_s > 0;
+  auto report = [&](json row) {
+    if (progress) {
+      std::fprintf(progress, "  study %-40s thr %7.3f val FA/md %.4f P %.3f R %.3f F1 %.3f "
+                   "TTD50 %.0f\n", row["variant"].get<std::string>().c_str(),
+                   row["threshold"].get<double>(), row["val_fa_per_machine_day"].get<double>(),
+                   row["val_precision"].get<double>(), row["val_recall"].get<double>(),
+                   row["val_f1"].get<double>(), row["val_ttd_p50_s"].get<double>());
+    }
+    rows.push_back(std::move(row));
+  };
+  for (const bool drop_long : has_long ? std::vector<bool>{false, true} : std::vector<bool>{true}) {
+    DetectorPlan p;
+    p.drop_long = drop_long && has_long;
+    const std::vector<int> ord = PlanOrder(p, minder[0].channels, cart);
+    for (const int64_t fast : {0, 3, 5, 10, 20}) {
+      for (const int fmc : {1, 2, 3}) {
+        if (fast == 0 && fmc > 1) continue;
+        Schedule sch = base;
+        sch.gate.fast_confirm_s = fast;
+        sch.gate.fast_min_channels = fmc;
+        json row = StudyRow(val, minder, sch, ord, o.fa_budget);
+        row["long_window_s"] = drop_long ? 0 : o.long_window_s;
+        row["variant"] = "long=" + std::to_string(drop_long ? 0 : o.long_window_s) +
+                         " fast=" + std::to_string(fast) + " fmc=" + std::to_string(fmc);
+        report(std::move(row));
+      }
+    }
+  }
+  if (heartbeat) {
+    for (const double timeout : {1.0, 2.0, 3.0, 5.0}) {
+      std::vector<ScoreTrace> fused;
+      for (size_t k = 0; k < minder.size(); ++k) {
+        LOOM_ASSIGN_OR_RETURN(ScoreTrace tr,
+                              PrependHeartbeatChannel((*heartbeat)[k], minder[k], timeout));
+        fused.push_back(std::move(tr));
+      }
+      DetectorPlan p;
+      p.heartbeat = true;
+      p.minder_gate = true;
+      const std::vector<int> ord = PlanOrder(p, minder[0].channels, cart);
+      Schedule sch = base;
+      sch.gate = StreamingGate(o, p, sch.gate);
+      json row = StudyRow(val, fused, sch, ord, o.fa_budget);
+      row["heartbeat_timeout_s"] = timeout;
+      row["variant"] = "heartbeat timeout=" + std::to_string(static_cast<int>(timeout)) +
+                       " + options' gate";
+      report(std::move(row));
+    }
+  }
+  return rows;
+}
+
+// Copies of `traces` with the long-window channels' scores multiplied by `weight`: what Minder
+// with MinderOptions::long_weight = weight records (candidates are per-channel argmaxes, so
+// scaling a channel's scores changes no candidate).
+std::vector<ScoreTrace> ScaleLongChannels(const std::vector<ScoreTrace>& traces, double weight) {
+  std::vector<ScoreTrace> out = traces;
+  for (ScoreTrace& tr : out) {
+    const size_t c = tr.channels.size();
+    for (size_t j = 0; j < c; ++j) {
+      if (tr.channels[j].find('@') == std::string::npos) continue;
+      for (int64_t t = 0; t < tr.seconds; ++t) {
+        float& v = tr.score[static_cast<size_t>(t) * c + j];
+        if (std::isfinite(v)) v = static_cast<float>(v * weight);
+      }
+    }
+  }
+  return out;
+}
+
+// Picks the long-window channels' weight on validation: the candidate (0 = channels off) with
+// the best validation F1 under Minder's streaming gate, each recalibrated. Rows go to `study`.
+double ChooseLongWeight(const FleetEvalOptions& o, const std::vector<LabelledJob>& val,
+                        const std::vector<ScoreTrace>& minder, const std::vector<int>& cart,
+                        const Schedule& base, json* study, std::FILE* progress) {
+  if (o.long_window_s <= 0 || minder.empty()) return 0;
+  std::vector<double> candidates = {0};
+  candidates.insert(candidates.end(), o.long_weights.begin(), o.long_weights.end());
+  double best = 0, best_f1 = -1;
+  for (const double weight : candidates) {
+    DetectorPlan p;
+    p.drop_long = weight <= 0;
+    const std::vector<int> ord = PlanOrder(p, minder[0].channels, cart);
+    json row = weight <= 0 ? StudyRow(val, minder, base, ord, o.fa_budget)
+                           : StudyRow(val, ScaleLongChannels(minder, weight), base, ord,
+                                      o.fa_budget);
+    row["long_weight"] = weight;
+    row["variant"] = weight <= 0 ? std::string("long-window channels off")
+                                 : "long-window weight " + std::to_string(weight).substr(0, 4);
+    if (progress) {
+      std::fprintf(progress, "  long weight %-5.2f thr %7.3f val FA/md %.4f R %.3f F1 %.3f\n",
+                   weight, row["threshold"].get<double>(),
+                   row["val_fa_per_machine_day"].get<double>(), row["val_recall"].get<double>(),
+                   row["val_f1"].get<double>());
+    }
+    if (row["val_f1"].get<double>() > best_f1 + 1e-12) {
+      best_f1 = row["val_f1"].get<double>();
+      best = weight;
+    }
+    study->push_back(std::move(row));
+  }
+  return best;
+}
+
 }  // namespace
 
 FleetEvalOptions FleetEvalOptions::Quick() {
@@ -301,7 +511,8 @@ DenoiserLoader LstmVaeLoader() {
 
 const std::vector<std::string>& DetectorNames() {
   static const std::vector<std::string> names = {
-      "minder", "minder_nocont", "minder_raw", "minder_integrated", "minder_corr2",
+      "minder", "minder+heartbeat", "minder_adaptive", "minder_1hz", "minder_nocont",
+      "minder_raw", "minder_integrated", "minder_corr2",
       "mahalanobis", "peer_z", "iforest", "nvrx", "bocd", "heartbeat"};
   return names;
 }
@@ -370,7 +581,15 @@ Result<json> RunFleetEval(const FleetEvalOptions& options, std::FILE* progress) 
   }
   // Score traces, one per (trace key, split, job).
   std::map<std::string, std::vector<std::vector<ScoreTrace>>> traces;
-  const std::vector<DetectorPlan> plans = Plans(o);
+  std::vector<DetectorPlan> plans = Plans(o);
+  const bool wants_heartbeat =
+      o.gate_study || std::any_of(plans.begin(), plans.end(),
+                                  [](const DetectorPlan& p) { return p.heartbeat; });
+  const bool has_heartbeat_row = std::any_of(
+      plans.begin(), plans.end(), [](const DetectorPlan& p) { return p.name == "heartbeat"; });
+  if (wants_heartbeat && !has_heartbeat_row) {  // traced, not reported on its own
+    plans.push_back({"heartbeat", "heartbeat", {{"type", "heartbeat"}}, true});
+  }
   std::vector<int> order;  // Minder channel priority (CART)
   std::vector<std::string> priority_names;
   for (const DetectorPlan& p : plans) {
@@ -400,11 +619,52 @@ Result<json> RunFleetEval(const FleetEvalOptions& options, std::FILE* progress) 
   // Calibrate on validation, report on test.
   json rows = json::array();
   std::map<std::string, json> best;  // detector/mode -> row
-  for (const DetectorPlan& p : plans) {
-    const auto& tr = traces[p.trace_key];
+  if (o.gate_study && traces.count("minder")) {
+    Schedule sch{Mode::kStreaming,
+                 GateOptions{3.5, GateSpan(o.streaming_tc_s, o.window - 1, o.min_fraction),
+                             o.min_fraction, o.min_channels}};
+    LOOM_ASSIGN_OR_RETURN(report["gate_study"],
+                          GateStudy(o, splits[1].jobs, traces["minder"][1],
+                                    traces.count("heartbeat") ? &traces["heartbeat"][1] : nullptr,
+                                    order, sch, progress));
+  }
+  // Long-window channel weight, chosen on validation (0 = channels off), applied to every
+  // per-metric Minder trace from here on.
+  double long_weight = 0;
+  if (traces.count("minder")) {
+    Schedule sch{Mode::kStreaming,
+                 GateOptions{3.5, GateSpan(o.streaming_tc_s, o.window - 1, o.min_fraction),
+                             o.min_fraction, o.min_channels}};
+    sch.gate.fast_confirm_s = o.fast_confirm_s;
+    sch.gate.fast_min_channels = o.fast_min_channels;
+    json study = json::array();
+    long_weight = ChooseLongWeight(o, splits[1].jobs, traces["minder"][1], order, sch, &study,
+                                   progress);
+    report["long_weight_study"] = study;
+    report["config"]["long_weight_chosen"] = long_weight;
+    if (long_weight > 0) {
+      for (const char* key : {"minder", "minder_raw"}) {
+        if (!traces.count(key)) continue;
+        for (auto& split : traces[key]) split = ScaleLongChannels(split, long_weight);
+      }
+    }
+  }
+  for (const DetectorPlan& p0 : plans) {
+    if (p0.name == "heartbeat" && !has_heartbeat_row) continue;
+    DetectorPlan p = p0;
     const bool per_metric_minder =
         p.trace_key == "minder" || p.trace_key == "minder_raw";
-    const std::vector<int> ord = per_metric_minder && !order.empty() ? order : std::vector<int>{};
+    if (per_metric_minder && long_weight <= 0) p.drop_long = true;
+    if (per_metric_minder && long_weight > 0) p.spec["long_weight"] = long_weight;
+    std::vector<std::vector<ScoreTrace>> fused;
+    if (p.heartbeat) {
+      LOOM_ASSIGN_OR_RETURN(fused, FuseHeartbeat(traces["heartbeat"], traces[p.trace_key],
+                                                 o.heartbeat_timeout_s));
+    }
+    const auto& tr = p.heartbeat ? fused : traces[p.trace_key];
+    const std::vector<int> ord =
+        per_metric_minder ? PlanOrder(p, traces[p.trace_key][1][0].channels, order)
+                          : std::vector<int>{};
     LOOM_ASSIGN_OR_RETURN(auto det, MakeScoredDetector(p.spec, o.loader));
     for (const Mode mode : {Mode::kStreaming, Mode::kBatch}) {
       Schedule sch{mode, det->gate_options(), o.batch_every_s, o.batch_lookback_s};
@@ -417,12 +677,12 @@ Result<json> RunFleetEval(const FleetEvalOptions& options, std::FILE* progress) 
                                  o.min_fraction);
       sch.gate.min_fraction = p.gate_free ? 1.0 : o.min_fraction;
       sch.gate.min_channels = p.gate_free ? 1 : o.min_channels;
+      if (mode == Mode::kStreaming) sch.gate = StreamingGate(o, p, sch.gate);
       sch.gate.threshold = Calibrate(splits[1].jobs, tr[1], sch, ord, o.fa_budget);
-      const double val_fa =
-          ScoreSplit(splits[1].jobs, tr[1], sch, ord).false_alarms_per_machine_day();
+      const Totals val = ScoreSplit(splits[1].jobs, tr[1], sch, ord);
       const Totals test = ScoreSplit(splits[2].jobs, tr[2], sch, ord);
       const std::string mode_name = mode == Mode::kStreaming ? "streaming" : "batch";
-      json row = RowJson(p.name, mode_name, sch, test, val_fa, o.bootstrap);
+      json row = RowJson(p.name, mode_name, sch, test, val, o.bootstrap);
       best[p.name + "/" + mode_name] = row;
       rows.push_back(row);
     }
@@ -430,13 +690,18 @@ Result<json> RunFleetEval(const FleetEvalOptions& options, std::FILE* progress) 
   report["detectors"] = rows;
   // Sensitivity of Minder (streaming) to T_c, each point recalibrated on validation.
   if (traces.count("minder")) {
+    DetectorPlan minder_plan;
+    minder_plan.drop_long = long_weight <= 0;
+    const std::vector<int> minder_order =
+        PlanOrder(minder_plan, traces["minder"][1][0].channels, order);
     json sweep = json::array();
     for (const int64_t tc : {1, 10, 30, 60, 120, 240}) {
       Schedule sch{Mode::kStreaming,
                    GateOptions{3.5, tc == 1 ? 1 : GateSpan(tc, o.window - 1, o.min_fraction),
                                o.min_fraction, o.min_channels}};
-      sch.gate.threshold = Calibrate(splits[1].jobs, traces["minder"][1], sch, order, o.fa_budget);
-      const Totals test = ScoreSplit(splits[2].jobs, traces["minder"][2], sch, order);
+      sch.gate.threshold =
+          Calibrate(splits[1].jobs, traces["minder"][1], sch, minder_order, o.fa_budget);
+      const Totals test = ScoreSplit(splits[2].jobs, traces["minder"][2], sch, minder_order);
       sweep.push_back({{"continuity_s", tc}, {"threshold", sch.gate.threshold},
                        {"precision", test.precision()}, {"recall", test.recall()},
                        {"f1", test.f1()}, {"ttd_p50_s", Finite(test.TtdPercentile(50))},
@@ -465,6 +730,11 @@ Result<json> RunFleetEval(const FleetEvalOptions& options, std::FILE* progress) 
                        {"false_alarms_per_machine_day", get("minder/streaming", "fa_per_machine_day")},
                        {"ttd_p50_straggler_s", by_type("minder/streaming", "fail_slow")},
                        {"ttd_p50_hang_s", by_type("minder/streaming", "stall")},
+                       {"ttd_p50_crash_s", by_type("minder/streaming", "unreachable")},
+                       {"minder_heartbeat_f1", get("minder+heartbeat/streaming", "f1")},
+                       {"ttd_p50_hang_s_with_heartbeat", by_type("minder+heartbeat/streaming", "stall")},
+                       {"ttd_p50_crash_s_with_heartbeat",
+                        by_type("minder+heartbeat/streaming", "unreachable")},
                        {"per_call_ms_1024", per_call}};
   report["wall_s"] = Now() - t_start;
   return report;
@@ -473,9 +743,9 @@ Result<json> RunFleetEval(const FleetEvalOptions& options, std::FILE* progress) 
 std::string FormatEvalTable(const json& report) {
   std::string out;
   char line[512];
-  std::snprintf(line, sizeof(line), "%-18s %-9s %9s %4s  %-19s %-19s %-19s %8s %6s %6s %4s %4s %4s\n",
+  std::snprintf(line, sizeof(line), "%-18s %-9s %9s %4s  %-19s %-19s %-19s %8s %6s %6s %4s %4s %4s %6s\n",
                 "detector", "mode", "threshold", "T_c", "precision [95% CI]", "recall [95% CI]",
-                "F1 [95% CI]", "FA/m-day", "TTD50", "TTD95", "TP", "FN", "FP");
+                "F1 [95% CI]", "FA/m-day", "TTD50", "TTD95", "TP", "FN", "FP", "valF1");
   out += line;
   auto ci = [](const json& row, const char* v, const char* c) {
     char b[64];
@@ -484,7 +754,7 @@ std::string FormatEvalTable(const json& report) {
     return std::string(b);
   };
   for (const json& r : report["detectors"]) {
-    std::snprintf(line, sizeof(line), "%-18s %-9s %9.4g %4lld  %-19s %-19s %-19s %8.4f %6.0f %6.0f %4lld %4lld %4lld\n",
+    std::snprintf(line, sizeof(line), "%-18s %-9s %9.4g %4lld  %-19s %-19s %-19s %8.4f %6.0f %6.0f %4lld %4lld %4lld %6.3f\n",
                   r["detector"].get<std::string>().c_str(), r["mode"].get<std::string>().c_str(),
                   r["threshold"].get<double>(), static_cast<long long>(r["continuity_s"].get<int64_t>()),
                   ci(r, "precision", "precision_ci").c_str(), ci(r, "recall", "recall_ci").c_str(),
@@ -492,8 +762,19 @@ std::string FormatEvalTable(const json& report) {
                   r["ttd_p50_s"].get<double>(), r["ttd_p95_s"].get<double>(),
                   static_cast<long long>(r["tp"].get<int64_t>()),
                   static_cast<long long>(r["fn"].get<int64_t>()),
-                  static_cast<long long>(r["fp"].get<int64_t>()));
+                  static_cast<long long>(r["fp"].get<int64_t>()), r.value("val_f1", -1.0));
     out += line;
+  }
+  if (report.contains("gate_study")) {
+    out += "\ngate study (validation only):\n";
+    for (const json& r : report["gate_study"]) {
+      std::snprintf(line, sizeof(line), "  %-40s thr %8.3f FA/m-day %.4f P %.3f R %.3f F1 %.3f TTD50 %.0f s\n",
+                    r["variant"].get<std::string>().c_str(), r["threshold"].get<double>(),
+                    r["val_fa_per_machine_day"].get<double>(), r["val_precision"].get<double>(),
+                    r["val_recall"].get<double>(), r["val_f1"].get<double>(),
+                    r["val_ttd_p50_s"].get<double>());
+      out += line;
+    }
   }
   out += "\nper-type recall (streaming):\n";
   for (const json& r : report["detectors"]) {

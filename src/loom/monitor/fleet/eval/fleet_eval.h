@@ -9,8 +9,10 @@
 //   LOOM_ASSIGN_OR_RETURN(nlohmann::json report, RunFleetEval(o, stderr));
 //   std::puts(FormatEvalTable(report).c_str());
 //
-// Report keys: config, priority, detectors[] (one row per detector and mode), timing[],
-// tc_sweep[], summary {minder_f1, mahalanobis_f1, false_alarms_per_machine_day,
+// test_jobs = 0 skips the test split (rows then carry validation numbers only: for tuning).
+// Report keys: config, priority, detectors[] (one row per detector and mode, with val_* fields
+// measured on validation), gate_study[] (when asked), timing[], tc_sweep[], summary
+// {minder_f1, mahalanobis_f1, false_alarms_per_machine_day,
 // ttd_p50_straggler_s, ttd_p50_hang_s, per_call_ms_1024}. Thread-safety: single-threaded.
 #pragma once
 
@@ -48,6 +50,23 @@ struct FleetEvalOptions {
   // (T_c + w - 1) / min_fraction) so a transient shorter than T_c cannot alert; must-alarm
   // faults last at least T_c + w seconds (shorter events are the simulator's transients).
   int window = 18;
+  // Minder's streaming gate and extra channels (see the README for the validation study):
+  // score-adaptive confirmation (GateOptions::fast_confirm_s / fast_min_channels; 0 = the fixed
+  // gate, chosen: every adaptive setting lost F1 on validation), reported on its own row
+  // "minder_adaptive" with adaptive_row_*; long-window channels (MinderOptions::long_window_s;
+  // 0 = off) whose weight (MinderOptions::long_weight) the evaluation picks on validation from
+  // long_weights, or turns them off, by validation F1. The "minder+heartbeat" row adds a
+  // heartbeat channel: a machine silent for heartbeat_timeout_s seconds is confirmed at once
+  // (GateOptions::missing_confirm_s = 1).
+  int64_t fast_confirm_s = 0;
+  int fast_min_channels = 2;
+  int64_t adaptive_row_fast_confirm_s = 20;
+  int adaptive_row_min_channels = 3;
+  int64_t long_window_s = 120;
+  std::vector<double> long_weights = {1.0, 0.75, 0.5, 0.35, 0.25};
+  double heartbeat_timeout_s = 3;
+  // Validation-only sweep of the gate settings (report["gate_study"]; test is not touched).
+  bool gate_study = false;
   std::vector<int> timing_machines = {16, 64, 256, 1024};
   int64_t timing_seconds = 900;      // job length for the timing runs
   int timing_calls = 20;             // Evaluate() calls timed per N (median reported)

@@ -1,5 +1,9 @@
 // A tiny end-to-end run of the simulated-fleet evaluation (the machinery, not the numbers).
 #include "loom/monitor/fleet/eval/fleet_eval.h"
+#include "loom/monitor/fleet/eval/score_trace.h"
+
+#include <algorithm>
+#include <cmath>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -13,14 +17,14 @@ TEST(FleetEvalTest, TinyRunCalibratesOnValidationAndReportsSummary) {
   o.seconds = 3600;
   o.train_jobs = o.val_jobs = o.test_jobs = 1;
   o.faults_per_machine_day = 12;
-  o.detectors = {"minder", "mahalanobis", "heartbeat"};
+  o.detectors = {"minder", "minder+heartbeat", "mahalanobis", "heartbeat"};
   o.timing_machines = {16};
   o.timing_seconds = 120;
   o.bootstrap = 50;
   Result<nlohmann::json> r = RunFleetEval(o, nullptr);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   const nlohmann::json& rep = *r;
-  ASSERT_EQ(rep["detectors"].size(), 6u);  // 3 detectors x {streaming, batch}
+  ASSERT_EQ(rep["detectors"].size(), 8u);  // 4 detectors x {streaming, batch}
   EXPECT_GT(rep["config"]["must_alarm_faults"][2].get<int>(), 0);
   // Must-alarm faults outlast the streaming gate of the windowed detectors: T_c + w = 48 s.
   EXPECT_EQ(rep["config"]["min_fault_s"].get<int64_t>(), 48);
@@ -31,7 +35,14 @@ TEST(FleetEvalTest, TinyRunCalibratesOnValidationAndReportsSummary) {
       // Gate span: (T_c + w - 1) / min_fraction = (30 + 17) / 0.8 -> 59 s streaming,
       // (240 + 17) / 0.8 -> 322 s batch, so a relaxed gate still needs T_c + w - 1 hits.
       EXPECT_EQ(row["continuity_s"].get<int64_t>(), row["mode"] == "streaming" ? 59 : 322);
+      // Minder keeps the fixed gate (the adaptive one lost F1 on validation: README).
+      EXPECT_EQ(row["fast_confirm_s"].get<int64_t>(), 0);
+      EXPECT_EQ(row["missing_confirm_s"].get<int64_t>(), 0);
     }
+    if (row["detector"] == "minder+heartbeat" && row["mode"] == "streaming") {
+      EXPECT_EQ(row["missing_confirm_s"].get<int64_t>(), 1);
+    }
+    EXPECT_TRUE(row.contains("val_f1"));
     EXPECT_GE(row["f1"].get<double>(), row["f1_ci"][0].get<double>() - 1e-12);
     EXPECT_LE(row["f1"].get<double>(), row["f1_ci"][1].get<double>() + 1e-12);
   }
@@ -41,8 +52,48 @@ TEST(FleetEvalTest, TinyRunCalibratesOnValidationAndReportsSummary) {
   }
   EXPECT_TRUE(rep["summary"]["per_call_ms_1024"].is_null());  // N = 1024 not timed here
   EXPECT_EQ(rep["timing"][0]["machines"], 16);
-  EXPECT_EQ(rep["priority"].size(), 8u);  // CART ranks all 8 simulated metrics
+  // CART ranks all 8 simulated metrics and their 8 long-window channels ("metric@120s").
+  EXPECT_EQ(rep["priority"].size(), 16u);
+  // The long-window weight is picked on validation among "off" and FleetEvalOptions::long_weights.
+  ASSERT_EQ(rep["long_weight_study"].size(), 1 + o.long_weights.size());
+  const double chosen = rep["config"]["long_weight_chosen"].get<double>();
+  double best_f1 = -1;
+  for (const nlohmann::json& r : rep["long_weight_study"]) {
+    best_f1 = std::max(best_f1, r["val_f1"].get<double>());
+  }
+  for (const nlohmann::json& r : rep["long_weight_study"]) {
+    if (r["long_weight"].get<double>() == chosen) EXPECT_EQ(r["val_f1"].get<double>(), best_f1);
+  }
   EXPECT_FALSE(FormatEvalTable(rep).empty());
+}
+
+TEST(FleetEvalTest, HeartbeatChannelComesFirstAndFlagsSilentMachines) {
+  ScoreTrace hb, base;
+  hb.seconds = base.seconds = 3;
+  hb.channels = {"heartbeat", "progress"};
+  //            t=0: m2 silent 1 s   t=1: m2 silent 2 s   t=2: nobody silent
+  hb.machine = {2, -1, 2, -1, -1, -1};
+  hb.score = {1, -INFINITY, 2, -INFINITY, -INFINITY, -INFINITY};
+  hb.missing = {0, 0, 0, 0, 0, 0};
+  base.channels = {"cpu"};
+  base.machine = {5, 5, 6};
+  base.score = {4.0f, 4.5f, 1.0f};
+  base.missing = {0, 0, 0};
+  Result<ScoreTrace> f = PrependHeartbeatChannel(hb, base, /*timeout_s=*/2);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  ASSERT_EQ(f->channels, (std::vector<std::string>{"heartbeat", "cpu"}));
+  EXPECT_EQ(f->machine, (std::vector<int32_t>{-1, 5, 2, 5, -1, 6}));  // 1 s < timeout at t=0
+  EXPECT_EQ(f->missing, (std::vector<uint8_t>{0, 0, 1, 0, 0, 0}));
+  EXPECT_EQ(f->score[3], 4.5f);
+  // Replayed with missing_confirm_s = 1, the silent machine alerts at once (t = 1).
+  const std::vector<AlarmEvent> a = ReplayStreaming(
+      *f, GateOptions{.threshold = 100, .continuity_s = 30, .missing_confirm_s = 1}, {});
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].t, 1);
+  EXPECT_EQ(a[0].machine, 2);
+  EXPECT_EQ(a[0].metric, "heartbeat");
+  base.seconds = 4;
+  EXPECT_FALSE(PrependHeartbeatChannel(hb, base, 2).ok());  // lengths differ
 }
 
 TEST(FleetEvalTest, FaultsShorterThanTheGateAreAnError) {

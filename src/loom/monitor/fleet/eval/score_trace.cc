@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <algorithm>
 #include <set>
 
 namespace loom::monitor {
@@ -33,6 +34,38 @@ Result<ScoreTrace> RecordTrace(ScoredDetector& detector, const FleetSeries& s) {
   tr.score_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return tr;
+}
+
+Result<ScoreTrace> PrependHeartbeatChannel(const ScoreTrace& heartbeat, const ScoreTrace& base,
+                                           double timeout_s, const std::string& name) {
+  if (heartbeat.seconds != base.seconds || heartbeat.channels.empty()) {
+    return InvalidArgumentError("PrependHeartbeatChannel: traces of " +
+                                std::to_string(heartbeat.seconds) + " and " +
+                                std::to_string(base.seconds) + " s (or no heartbeat channel)");
+  }
+  ScoreTrace out;
+  out.seconds = base.seconds;
+  out.score_seconds = heartbeat.score_seconds + base.score_seconds;
+  out.channels.push_back(name);
+  out.channels.insert(out.channels.end(), base.channels.begin(), base.channels.end());
+  const size_t hc = heartbeat.channels.size(), bc = base.channels.size(), oc = bc + 1;
+  const size_t cells = oc * static_cast<size_t>(base.seconds);
+  out.machine.assign(cells, -1);
+  out.score.assign(cells, -INFINITY);
+  out.missing.assign(cells, 0);
+  for (int64_t t = 0; t < base.seconds; ++t) {
+    const size_t h = static_cast<size_t>(t) * hc, b = static_cast<size_t>(t) * bc,
+                 o = static_cast<size_t>(t) * oc;
+    if (heartbeat.machine[h] >= 0 && heartbeat.score[h] >= timeout_s) {
+      out.machine[o] = heartbeat.machine[h];
+      out.score[o] = INFINITY;
+      out.missing[o] = 1;
+    }
+    std::copy_n(base.machine.begin() + b, bc, out.machine.begin() + o + 1);
+    std::copy_n(base.score.begin() + b, bc, out.score.begin() + o + 1);
+    std::copy_n(base.missing.begin() + b, bc, out.missing.begin() + o + 1);
+  }
+  return out;
 }
 
 namespace {

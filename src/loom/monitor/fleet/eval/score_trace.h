@@ -32,6 +32,13 @@ struct ScoreTrace {
 // Calls detector.Score(s, t) for every t (in order, after Reset()).
 Result<ScoreTrace> RecordTrace(ScoredDetector& detector, const FleetSeries& s);
 
+// A trace whose channel 0 is `name`, built from channel 0 of `heartbeat` (a HeartbeatDetector
+// trace: score = seconds without any data), and whose other channels are `base`'s: a machine
+// silent for at least timeout_s seconds is channel 0's candidate with missing = true (score
+// +inf); otherwise channel 0 has no candidate. Both traces must cover the same seconds.
+Result<ScoreTrace> PrependHeartbeatChannel(const ScoreTrace& heartbeat, const ScoreTrace& base,
+                                           double timeout_s, const std::string& name = "heartbeat");
+
 // `order`: channel indices in the priority order to walk (empty = recorded order).
 std::vector<AlarmEvent> ReplayStreaming(const ScoreTrace& trace, const GateOptions& gate,
                                         const std::vector<int>& order, int64_t merge_gap_s = 60);
