@@ -20,6 +20,17 @@ std::pair<size_t, size_t> ResultPart(BenchOp op, int rank, int world, size_t cou
 
 }  // namespace
 
+std::string_view CodecPartOf(std::string_view spec) {
+  for (std::string_view p : {kPushPullPrefix, kTwoLevelPrefix, kRingPrefix, kSummablePrefix}) {
+    if (spec.starts_with(p)) return spec.substr(p.size());
+  }
+  return spec;
+}
+
+bool AllReduceOnlySpec(std::string_view spec) {
+  return IsPushPullSpec(spec) || spec.starts_with(kRingPrefix) || spec.starts_with(kSummablePrefix);
+}
+
 void GaussianInput(uint64_t stream, size_t first, size_t n, float* out) {
   // NextNormal consumes two 32-bit words, so element i starts in 128-bit block i / 2.
   PhiloxStream rng(kBenchInputSeed, stream, first / 2);
@@ -63,7 +74,42 @@ CompressedArm::CompressedArm(comm::Communicator* c, BenchOp op, const std::strin
       in_(in),
       out_(out),
       count_(count),
-      qc_(c, codec, {.seed = 1, .server_error_feedback = op == BenchOp::kAllReduce, .comm = {}}) {}
+      qc_(c, codec, {.seed = 1, .server_error_feedback = op == BenchOp::kAllReduce, .comm = {}}) {
+  if (IsPushPullSpec(spec)) {
+    ps_ = std::make_unique<compress::PushPull>(c, codec, compress::PushPull::Options{.seed = 1, .comm = {}});
+  } else if (spec.starts_with(kTwoLevelPrefix)) {
+    intra_ = std::move(*compress::MakeCodec(*compress::ParseCodecSpec("int8:g128")));
+    auto tl = compress::TwoLevelCollectives::Create(
+        c, intra_.get(), codec,
+        {.node_size = kBenchNodeSize,
+         .seed = 1,
+         .server_error_feedback = op == BenchOp::kAllReduce,
+         .comm = {}});
+    if (tl.ok()) {
+      tl_ = std::move(*tl);
+    } else {
+      setup_ = tl.status();
+    }
+  } else if (spec.starts_with(kRingPrefix)) {
+    ring_ = std::make_unique<compress::RequantizingRingAllReduce>(
+        c, codec, compress::RequantizingRingAllReduce::Options{.seed = 1, .comm = {}});
+  } else if (spec.starts_with(kSummablePrefix)) {
+    auto sum = compress::SummableAllReduce::Create(c, codec, {});
+    if (sum.ok()) {
+      sum_ = std::move(*sum);
+    } else {
+      setup_ = sum.status();
+    }
+  }
+}
+
+compress::CollectiveStats CompressedArm::stats() const {
+  if (ps_) return ps_->stats();
+  if (tl_) return tl_->stats();
+  if (ring_) return ring_->stats();
+  if (sum_) return sum_->stats();
+  return qc_.stats();
+}
 
 void CompressedArm::Fill() {
   float* dst = op_ == BenchOp::kAllReduce ? out_ : in_;
@@ -73,10 +119,15 @@ void CompressedArm::Fill() {
 Status CompressedArm::Call(comm::ReduceOp op) {
   const compress::CollectiveCall call{.step = step_++, .chunk = 0, .what = "the bench buffer"};
   const int64_t n = static_cast<int64_t>(count_);
+  LOOM_RETURN_IF_ERROR(setup_);
   switch (op_) {
     case BenchOp::kAllReduce:
-      return qc_.AllReduce(out_, n, op, call);
+      if (tl_) return tl_->AllReduce(out_, n, op, call);
+      if (ring_) return ring_->AllReduce(out_, n, op, call);
+      if (sum_) return sum_->AllReduce(out_, n, op, call);
+      return ps_ ? ps_->AllReduce(out_, n, op, call) : qc_.AllReduce(out_, n, op, call);
     case BenchOp::kReduceScatter:
+      if (tl_) return tl_->ReduceScatter(in_, n / c_->size(), out_, op, call);
       return qc_.ReduceScatter(in_, n / c_->size(), out_, op, call);
     case BenchOp::kAllGather:
       break;
@@ -99,12 +150,12 @@ Result<double> CompressedArm::MeasureError() {
 }
 
 double CompressedArm::WireBytesPerCall() const {
-  return step_ ? static_cast<double>(qc_.stats().wire_bytes_sent) / static_cast<double>(step_)
+  return step_ ? static_cast<double>(stats().wire_bytes_sent) / static_cast<double>(step_)
                : 0.0;
 }
 
 double CompressedArm::Fp32WireBytesPerCall() const {
-  return step_ ? static_cast<double>(qc_.stats().fp32_bytes) / static_cast<double>(step_) : 0.0;
+  return step_ ? static_cast<double>(stats().fp32_bytes) / static_cast<double>(step_) : 0.0;
 }
 
 }  // namespace loom::cli

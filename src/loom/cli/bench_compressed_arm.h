@@ -21,15 +21,38 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "loom/cli/bench_arm.h"
 #include "loom/compress/codec.h"
+#include "loom/compress/collectives/push_pull.h"
 #include "loom/compress/collectives/quantized_collectives.h"
+#include "loom/compress/collectives/ring_allreduce_ablation.h"
+#include "loom/compress/collectives/summable_allreduce.h"
+#include "loom/compress/collectives/two_level_collectives.h"
 
 namespace loom::cli {
 
 inline constexpr uint64_t kBenchInputSeed = 0x5EED1005;
+
+// --compress items "ps:<codec spec>": the codec through compress::PushPull (parameter-server
+// shards on their own threads) instead of QuantizedCollectives; all-reduce only.
+inline constexpr std::string_view kPushPullPrefix = "ps:";
+inline bool IsPushPullSpec(std::string_view spec) { return spec.starts_with(kPushPullPrefix); }
+// More routes by prefix: "tl:<codec>" two-level (compress::TwoLevelCollectives: int8:g128 inside
+// nodes of 2 consecutive ranks, <codec> across them; world a multiple of 2), "ring:<codec>" the
+// naive requantizing ring (compress::RequantizingRingAllReduce, the ablation; all-reduce only),
+// "sum:<codec>" the summable all-reduce (compress::SummableAllReduce: fp16/bf16/none; all-reduce
+// only). No prefix: QuantizedCollectives.
+inline constexpr std::string_view kTwoLevelPrefix = "tl:";
+inline constexpr std::string_view kRingPrefix = "ring:";
+inline constexpr std::string_view kSummablePrefix = "sum:";
+inline constexpr int kBenchNodeSize = 2;
+// The codec part of a --compress item (after its route prefix).
+std::string_view CodecPartOf(std::string_view spec);
+// Whether the item's route only implements all-reduce.
+bool AllReduceOnlySpec(std::string_view spec);
 
 class GaussianWorkload {
  public:
@@ -54,7 +77,7 @@ class CompressedArm final : public BenchArm {
  public:
   // Named "loom_" + `spec` (as the user wrote it). `in` / `out` as for loom's fp32 arm
   // (all-reduce works in place on `out`); `codec` and `workload` outlive the arm. Only
-  // kAllReduce and kReduceScatter.
+  // kAllReduce and kReduceScatter; a "ps:" spec (IsPushPullSpec) only kAllReduce.
   CompressedArm(comm::Communicator* c, BenchOp op, const std::string& spec,
                 const compress::Codec* codec, const GaussianWorkload* workload, float* in,
                 float* out, size_t count);
@@ -70,7 +93,7 @@ class CompressedArm final : public BenchArm {
   double WireBytesPerCall() const;
   double Fp32WireBytesPerCall() const;
   // Totals over every call so far (encode/decode/comm seconds), and the number of calls.
-  const compress::CollectiveStats& stats() const { return qc_.stats(); }
+  compress::CollectiveStats stats() const;
   int64_t calls() const { return step_; }
 
  private:
@@ -83,6 +106,12 @@ class CompressedArm final : public BenchArm {
   float* out_;
   size_t count_;
   compress::QuantizedCollectives qc_;
+  std::unique_ptr<compress::PushPull> ps_;  // "ps:" arms
+  std::unique_ptr<compress::Codec> intra_;  // "tl:" arms: int8:g128 inside the node
+  std::unique_ptr<compress::TwoLevelCollectives> tl_;
+  std::unique_ptr<compress::RequantizingRingAllReduce> ring_;
+  std::unique_ptr<compress::SummableAllReduce> sum_;
+  Status setup_;  // why a route could not be built (e.g. node size vs world); Run returns it
   int64_t step_ = 0;
 };
 

@@ -22,7 +22,7 @@ namespace {
 struct BenchCodecsArgs {
   std::string codecs =
       "bf16,fp16,int8:g128,int8:g128:nearest,int4:g128,int4:g128:nearest,int4:g128:hadamard,"
-      "int2:g128,sign,topk:0.01,randk:0.01";
+      "int2:g128,sign,topk:0.01,randk:0.01,qsgd:s16,qsgd:s4";
   int min_log2 = 16;
   int max_log2 = 24;
   int reps = 5;

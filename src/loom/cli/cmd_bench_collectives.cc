@@ -61,7 +61,9 @@ double ProcessCpuSeconds() {
 Result<std::vector<std::unique_ptr<compress::Codec>>> MakeCodecs(const std::string& specs) {
   std::vector<std::unique_ptr<compress::Codec>> codecs;
   for (const std::string& item : Split(specs)) {
-    LOOM_ASSIGN_OR_RETURN(compress::CodecSpec spec, compress::ParseCodecSpec(item));
+    // "ps:<codec>": the same codec through the parameter-server push_pull (all-reduce only).
+    // "tl:", "ring:", "sum:": other compressed routes (bench_compressed_arm.h).
+    LOOM_ASSIGN_OR_RETURN(compress::CodecSpec spec, compress::ParseCodecSpec(CodecPartOf(item)));
     LOOM_ASSIGN_OR_RETURN(std::unique_ptr<compress::Codec> codec, compress::MakeCodec(spec));
     codecs.push_back(std::move(codec));
   }
@@ -215,6 +217,7 @@ Status AddArms(const CollArgs& a, comm::Communicator& c,
   r.workload = std::make_unique<GaussianWorkload>(r.op, c.rank(), c.size(), count);
   const std::vector<std::string> specs = Split(a.compress);
   for (size_t i = 0; i < codecs.size(); ++i) {
+    if (AllReduceOnlySpec(specs[i]) && r.op != BenchOp::kAllReduce) continue;
     r.arms.push_back(std::make_unique<CompressedArm>(
         &c, r.op, specs[i], codecs[i].get(), r.workload.get(), r.in.data(), r.out.data(), count));
   }
@@ -505,7 +508,10 @@ void RegisterBenchCollectives(CLI::App& bench, CliContext* ctx) {
                   "extra loom arms with these ring segment sizes, e.g. 64K,256K (tuning)");
   cmd->add_option("--compress", a->compress,
                   "compressed arms for allreduce/reduce_scatter, one per codec spec, e.g. "
-                  "int4:g128:hadamard,int8:g128");
+                  "int4:g128:hadamard,int8:g128; ps:<spec>: that codec through the "
+                  "parameter-server push_pull (allreduce only); tl:<spec>: two-level, int8:g128 "
+                  "inside nodes of 2 ranks; ring:<spec>: the naive requantizing ring (ablation, "
+                  "allreduce only); sum:<spec>: summable fp16/bf16 ring (allreduce only)");
   cmd->callback([a, ctx] {
     if (auto codecs = MakeCodecs(a->compress); !codecs.ok()) {
       std::fprintf(stderr, "loom bench collectives: --compress: %s\n",
