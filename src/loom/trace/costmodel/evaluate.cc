@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <set>
@@ -85,6 +86,12 @@ Result<std::vector<MetricRow>> EvaluateSplit(const Dataset& ds, const std::vecto
   mlp.Train(xtr, ytr, o.mlp);
   rows.push_back(
       Score(split, "mlp_no_pe", static_cast<int>(train.size()), truth, Exp(mlp.Predict(xte))));
+  if (o.learned_model) {
+    std::unique_ptr<LatencyModel> model = o.learned_model();
+    LOOM_RETURN_IF_ERROR(model->Train(ds, train, o.adapt_to_test ? test : std::vector<int>{}));
+    LOOM_ASSIGN_OR_RETURN(std::vector<double> pl, model->PredictSeconds(ds, test));
+    rows.push_back(Score(split, o.learned_model_name, static_cast<int>(train.size()), truth, pl));
+  }
   return rows;
 }
 
@@ -105,9 +112,17 @@ Result<std::vector<FewShotRow>> EvaluateFewShot(const Dataset& ds, const std::st
   LOOM_ASSIGN_OR_RETURN(XgbRegressor xgb0, XgbRegressor::Train(xs, ys, o.xgb));
   Mlp mlp0;
   mlp0.Train(xs, ys, o.mlp);
+  std::unique_ptr<LatencyModel> learned0;
+  if (o.learned_model) {
+    learned0 = o.learned_model();
+    LOOM_RETURN_IF_ERROR(learned0->Train(ds, source, o.adapt_to_test ? pool : std::vector<int>{}));
+  }
 
   // Scores one selection (positions into `pool`) for both models.
-  auto run = [&](const std::vector<int>& picked_pos) -> Result<std::pair<double, double>> {
+  struct Mapes {
+    double xgb = 0, mlp = 0, learned = 0;
+  };
+  auto run = [&](const std::vector<int>& picked_pos) -> Result<Mapes> {
     std::vector<int> picked;
     for (int p : picked_pos) picked.push_back(pool[p]);
     const std::vector<int> test = Without(pool, picked);
@@ -125,31 +140,45 @@ Result<std::vector<FewShotRow>> EvaluateFewShot(const Dataset& ds, const std::st
     Mlp mlp = mlp0.Clone();
     mlp.FineTune(xk, LogTargets(ds, mix), o.finetune_epochs, o.finetune_lr);
     const std::vector<double> truth = Truth(ds, test);
-    return std::make_pair(Mape(truth, Exp(px)), Mape(truth, Exp(mlp.Predict(xt))));
+    Mapes m{Mape(truth, Exp(px)), Mape(truth, Exp(mlp.Predict(xt)))};
+    if (learned0) {
+      std::unique_ptr<LatencyModel> learned = learned0->Clone();
+      LOOM_RETURN_IF_ERROR(learned->FineTune(ds, mix));
+      LOOM_ASSIGN_OR_RETURN(std::vector<double> pl, learned->PredictSeconds(ds, test));
+      m.learned = Mape(truth, pl);
+    }
+    return m;
   };
 
   FewShotRow rx{target, "xgboost", budget}, rm{target, "mlp_no_pe", budget};
-  rx.n_test = rm.n_test = static_cast<int>(pool.size()) - budget;
+  FewShotRow rl{target, o.learned_model_name, budget};
+  rx.n_test = rm.n_test = rl.n_test = static_cast<int>(pool.size()) - budget;
   {  // zero-shot on the whole pool
     const std::vector<double> truth = Truth(ds, pool);
     LOOM_ASSIGN_OR_RETURN(std::vector<float> px, xgb0.Predict(xp));
     rx.zero_shot_mape = Mape(truth, Exp(px));
     rm.zero_shot_mape = Mape(truth, Exp(mlp0.Predict(xp)));
+    if (learned0) {
+      LOOM_ASSIGN_OR_RETURN(std::vector<double> pl, learned0->PredictSeconds(ds, pool));
+      rl.zero_shot_mape = Mape(truth, pl);
+    }
   }
   const FeatureMatrix xpn = Standardizer::Fit(xp).Apply(xp);
-  LOOM_ASSIGN_OR_RETURN(auto km, run(KMeansSelect(xpn, budget, o.seed)));
-  rx.kmeans_mape = km.first;
-  rm.kmeans_mape = km.second;
-  std::vector<double> rxs, rms;
+  LOOM_ASSIGN_OR_RETURN(Mapes km, run(KMeansSelect(xpn, budget, o.seed)));
+  rx.kmeans_mape = km.xgb;
+  rm.kmeans_mape = km.mlp;
+  rl.kmeans_mape = km.learned;
+  std::vector<double> rxs, rms, rls;
   for (int s = 0; s < o.random_seeds; ++s) {
     std::mt19937_64 rng(o.seed * 1000 + s);
     std::vector<int> pos(pool.size());
     for (size_t i = 0; i < pos.size(); ++i) pos[i] = static_cast<int>(i);
     std::shuffle(pos.begin(), pos.end(), rng);
     pos.resize(budget);
-    LOOM_ASSIGN_OR_RETURN(auto r, run(pos));
-    rxs.push_back(r.first);
-    rms.push_back(r.second);
+    LOOM_ASSIGN_OR_RETURN(Mapes r, run(pos));
+    rxs.push_back(r.xgb);
+    rms.push_back(r.mlp);
+    rls.push_back(r.learned);
   }
   auto mean_std = [](const std::vector<double>& v, double* mean, double* sd) {
     double m = 0, q = 0;
@@ -160,7 +189,9 @@ Result<std::vector<FewShotRow>> EvaluateFewShot(const Dataset& ds, const std::st
   };
   mean_std(rxs, &rx.random_mape_mean, &rx.random_mape_std);
   mean_std(rms, &rm.random_mape_mean, &rm.random_mape_std);
-  return std::vector<FewShotRow>{rx, rm};
+  if (!learned0) return std::vector<FewShotRow>{rx, rm};
+  mean_std(rls, &rl.random_mape_mean, &rl.random_mape_std);
+  return std::vector<FewShotRow>{rx, rm, rl};
 }
 
 Result<EvalReport> RunEvaluation(const Dataset& all, const EvalOptions& o) {
@@ -224,22 +255,22 @@ Result<EvalReport> RunEvaluation(const Dataset& all, const EvalOptions& o) {
 std::string EvalReport::ToText() const {
   std::string out;
   char buf[256];
-  std::snprintf(buf, sizeof(buf), "%-26s %-10s %6s %5s %8s %8s %8s %6s\n", "split", "model",
+  std::snprintf(buf, sizeof(buf), "%-26s %-11s %6s %5s %8s %8s %8s %6s\n", "split", "model",
                 "train", "test", "MAPE", "MdAPE", "RMSElog", "tau");
   out += buf;
   for (const MetricRow& r : rows) {
-    std::snprintf(buf, sizeof(buf), "%-26s %-10s %6d %5d %7.1f%% %7.1f%% %8.3f %6.3f\n",
+    std::snprintf(buf, sizeof(buf), "%-26s %-11s %6d %5d %7.1f%% %7.1f%% %8.3f %6.3f\n",
                   r.split.c_str(), r.model.c_str(), r.n_train, r.n_test, 100 * r.mape,
                   100 * r.median_ape, r.rmse_log, r.tau);
     out += buf;
   }
   if (!fewshot.empty()) {
-    std::snprintf(buf, sizeof(buf), "\n%-10s %-10s %6s %6s %10s %10s %18s\n", "target", "model",
+    std::snprintf(buf, sizeof(buf), "\n%-10s %-11s %6s %6s %10s %10s %18s\n", "target", "model",
                   "budget", "test", "zero-shot", "kmeans", "random(mean+-sd)");
     out += buf;
   }
   for (const FewShotRow& r : fewshot) {
-    std::snprintf(buf, sizeof(buf), "%-10s %-10s %6d %6d %9.1f%% %9.1f%% %9.1f%% +- %4.1f\n",
+    std::snprintf(buf, sizeof(buf), "%-10s %-11s %6d %6d %9.1f%% %9.1f%% %9.1f%% +- %4.1f\n",
                   r.target.c_str(), r.model.c_str(), r.budget, r.n_test, 100 * r.zero_shot_mape,
                   100 * r.kmeans_mape, 100 * r.random_mape_mean, 100 * r.random_mape_std);
     out += buf;

@@ -22,6 +22,7 @@
 #include "loom/base/status.h"
 #include "loom/trace/costmodel/baselines.h"
 #include "loom/trace/costmodel/dataset.h"
+#include "loom/trace/costmodel/latency_model.h"
 
 namespace loom::trace::costmodel {
 
@@ -38,6 +39,15 @@ struct EvalOptions {
   double max_iqr_rel = 0;  // > 0: drop samples whose timing IQR/median exceeds this first
   XgbOptions xgb;
   MlpOptions mlp;
+  // A learned model scored next to the baselines on every split and few-shot target (e.g.
+  // TransformerModelFactory from transformer_torch.h); empty: baselines only. It is trained with
+  // the split's test samples (features only, no latencies) as its unlabelled target domain when
+  // `adapt_to_test` (CDMPP's CMD term); few-shot: pretrained on the source devices with the
+  // target pool unlabelled, then LatencyModel::FineTune on source + fewshot_weight copies of the
+  // picks, like the MLP.
+  LatencyModelFactory learned_model;
+  std::string learned_model_name = "transformer";
+  bool adapt_to_test = true;
 };
 
 struct MetricRow {
