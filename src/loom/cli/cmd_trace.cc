@@ -14,6 +14,7 @@
 #include "loom/base/file_util.h"
 #include "loom/cli/commands.h"
 #include "loom/cli/parse_bytes.h"
+#include "loom/cli/trace_run_loader.h"
 #include "loom/trace/chakra/export_chakra.h"
 #include "loom/trace/dfg/trace_builder.h"
 #include "loom/trace/ingest/clock_align.h"
@@ -33,14 +34,7 @@ namespace replay = trace::replay;
 namespace whatif = trace::whatif;
 using nlohmann::json;
 
-struct TraceArgs {
-  std::string dir;
-  std::string steps;  // "A-B" window
-  std::string topology = "per-sender";
-  double kappa = 0;
-  double link_gbps = 0;
-  std::string split = "1MiB";
-  std::string stat = "median";
+struct TraceArgs : TraceRunArgs {
   std::string json_out;
   std::string trace_out;
   // whatif
@@ -54,94 +48,9 @@ struct TraceArgs {
   std::vector<int> compress_buckets;
 };
 
+using Loaded = LoadedTraceRun;
+
 double Ms(double ns) { return ns / 1e6; }
-
-Result<std::vector<std::string>> FindTraces(const std::string& dir) {
-  std::error_code ec;
-  if (!std::filesystem::is_directory(dir, ec)) {
-    return NotFoundError("trace directory '" + dir + "' does not exist or is not a directory");
-  }
-  const std::regex name(R"(rank[0-9]+\.trace\.json)");
-  std::vector<std::string> paths;
-  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
-    if (e.is_regular_file() && std::regex_match(e.path().filename().string(), name)) {
-      paths.push_back(e.path().string());
-    }
-  }
-  if (paths.empty()) {
-    return NotFoundError("no rank<N>.trace.json files in '" + dir +
-                         "' (run `loom train ... trace.steps=A-B`; traces go to <run_dir>/trace)");
-  }
-  std::sort(paths.begin(), paths.end());
-  return paths;
-}
-
-struct Loaded {
-  std::vector<std::string> paths;
-  std::vector<ingest::RankTrace> traces;
-  ingest::MatchResult match;
-  dfg::TraceModelOptions options;
-  ingest::ClockAlignment alignment;
-  std::string alignment_note;
-  dfg::TraceModel model;
-};
-
-Status ParseSteps(const std::string& s, dfg::TraceModelOptions* o) {
-  if (s.empty()) return OkStatus();
-  std::smatch m;
-  if (!std::regex_match(s, m, std::regex(R"((\d+)(?:-(\d+))?)"))) {
-    return InvalidArgumentError("--steps '" + s + "' is not a step range like 5-15");
-  }
-  o->first_step = std::stoll(m[1]);
-  o->last_step = m[2].matched ? std::stoll(m[2]) : o->first_step;
-  return OkStatus();
-}
-
-Result<Loaded> Load(const TraceArgs& a) {
-  Loaded l;
-  LOOM_ASSIGN_OR_RETURN(l.paths, FindTraces(a.dir));
-  LOOM_ASSIGN_OR_RETURN(l.traces, ingest::ReadTraces(l.paths));
-  ingest::MatchOptions mo;
-  mo.allow_missing_at_end = true;
-  LOOM_ASSIGN_OR_RETURN(l.match, ingest::MatchCollectives(&l.traces, mo));
-  const ingest::MatchResult& match = l.match;
-  auto align = ingest::SolveClockOffsets(l.traces, match);
-  if (align.ok()) {
-    l.alignment = *align;
-  } else {
-    // Inconsistent constraints: fall back on the tracer's own ping-pong estimates.
-    l.alignment_note = "clock constraints infeasible (" + align.status().message() +
-                       "); using the tracer's offset estimates";
-    for (size_t i = 0; i < l.traces.size(); ++i) {
-      ingest::RankOffset r;
-      r.rank = l.traces[i].rank;
-      r.trace_index = static_cast<int32_t>(i);
-      r.offset_ns =
-          l.traces[i].clock.has_offset_estimate ? l.traces[i].clock.offset_estimate_ns : 0;
-      l.alignment.ranks.push_back(r);
-    }
-  }
-  ingest::ApplyClockOffsets(l.alignment, &l.traces);
-  dfg::TraceModelOptions o;
-  LOOM_RETURN_IF_ERROR(ParseSteps(a.steps, &o));
-  if (a.topology == "shared")
-    o.topology = dfg::LinkTopology::kShared;
-  else if (a.topology != "per-sender") {
-    return InvalidArgumentError("--link '" + a.topology + "' is not per-sender or shared");
-  }
-  o.kappa = a.kappa;
-  if (a.link_gbps > 0) o.link_ns_per_byte = 1.0 / a.link_gbps;
-  if (a.stat == "mean")
-    o.statistic = dfg::TraceModelOptions::Statistic::kMean;
-  else if (a.stat != "median")
-    return InvalidArgumentError("--stat '" + a.stat + "' is not median or mean");
-  LOOM_ASSIGN_OR_RETURN(o.split_bytes, ParseBytes(a.split));
-  auto model = dfg::BuildModelFromTraces(l.traces, match, o);
-  if (!model.ok()) return model.status().WithContext("traces in " + a.dir);
-  l.model = std::move(model).value();
-  l.options = o;
-  return l;
-}
 
 json PathJson(const dfg::Graph& g, const replay::ReplayResult& r) {
   const replay::CriticalPath& cp = r.critical_path;
@@ -186,33 +95,6 @@ json ModelJson(const Loaded& l) {
             {"samples", m.kappa.samples}}},
           {"clock_offsets", offsets},
           {"notes", m.notes}};
-}
-
-void PrintModel(const Loaded& l) {
-  const dfg::TraceModel& m = l.model;
-  std::printf("traces: %d ranks in %s; steps %lld-%lld (%zu used)\n", m.spec.world_size,
-              std::filesystem::path(l.paths[0]).parent_path().c_str(),
-              static_cast<long long>(m.steps.front()), static_cast<long long>(m.steps.back()),
-              m.steps.size());
-  for (const ingest::RankOffset& r : l.alignment.ranks) {
-    if (r.rank != 0) {
-      std::printf("clock offset: rank %d %+.1f us%s\n", r.rank, r.offset_ns / 1e3,
-                  r.bounded ? "" : " (unbounded)");
-    }
-  }
-  if (!l.alignment_note.empty()) std::printf("note: %s\n", l.alignment_note.c_str());
-  std::printf("model: %d bucket(s), %.2f MiB gradients, %s ring of %d steps, %zu backward pieces\n",
-              m.spec.num_buckets(), m.spec.TotalGradBytes() / 1048576.0,
-              std::string(dfg::CollectiveKindName(m.spec.collective)).c_str(), m.spec.RingSteps(),
-              m.spec.grads.size());
-  std::printf("link fit: %s\n", m.link.ToString().c_str());
-  for (size_t r = 0; r < m.rank_links.size(); ++r) {
-    if (m.rank_links[r].samples > 0) {
-      std::printf("link fit rank%zu.egress: %s\n", r, m.rank_links[r].ToString().c_str());
-    }
-  }
-  std::printf("compute slowdown: %s\n", m.kappa.ToString().c_str());
-  for (const std::string& n : m.notes) std::printf("note: %s\n", n.c_str());
 }
 
 Status Finish(const TraceArgs& a, const dfg::Graph& g, const replay::ReplayResult& r, json doc) {
@@ -266,8 +148,8 @@ PerStep ReplayEachStep(const Loaded& l) {
 }
 
 Status RunReplay(const TraceArgs& a) {
-  LOOM_ASSIGN_OR_RETURN(Loaded l, Load(a));
-  PrintModel(l);
+  LOOM_ASSIGN_OR_RETURN(Loaded l, LoadTraceRun(a));
+  PrintTraceModel(l);
   LOOM_ASSIGN_OR_RETURN(dfg::Graph g, dfg::BuildGraph(l.model.spec));
   LOOM_ASSIGN_OR_RETURN(replay::ReplayResult r, replay::Replay(g));
   const double meas = l.model.measured_iteration_ns;
@@ -359,8 +241,8 @@ Result<whatif::WhatIf> ParseWhatIf(const TraceArgs& a) {
 
 Status RunWhatIfCmd(const TraceArgs& a) {
   LOOM_ASSIGN_OR_RETURN(whatif::WhatIf w, ParseWhatIf(a));
-  LOOM_ASSIGN_OR_RETURN(Loaded l, Load(a));
-  PrintModel(l);
+  LOOM_ASSIGN_OR_RETURN(Loaded l, LoadTraceRun(a));
+  PrintTraceModel(l);
   LOOM_ASSIGN_OR_RETURN(whatif::WhatIfResult r, whatif::RunWhatIf(l.model.spec, w));
   const double meas = l.model.measured_iteration_ns;
   std::printf("what-if: %s\n", w.Describe().c_str());
@@ -394,13 +276,7 @@ Status RunWhatIfCmd(const TraceArgs& a) {
 }
 
 void AddCommon(CLI::App* cmd, TraceArgs* a) {
-  cmd->add_option("dir", a->dir, "directory with rank<N>.trace.json files")->required();
-  cmd->add_option("--steps", a->steps, "step window A-B (default: every complete step)");
-  cmd->add_option("--link", a->topology, "link topology: per-sender (default) or shared");
-  cmd->add_option("--kappa", a->kappa, "compute slowdown while comm runs (default: fitted)");
-  cmd->add_option("--link-gbps", a->link_gbps, "link bandwidth in GB/s (default: fitted)");
-  cmd->add_option("--stat", a->stat, "per-step samples to one value: median (default) or mean");
-  cmd->add_option("--split", a->split, "backward pieces per bucket of at most this size (1MiB)");
+  AddTraceRunOptions(cmd, a);
   cmd->add_option("--json", a->json_out, "write the result as JSON");
   cmd->add_option("--trace-out", a->trace_out, "write the replay as a Kineto JSON trace");
 }

@@ -33,6 +33,8 @@ void RegisterBenchConvergence(CLI::App& bench, CliContext* ctx);
 void RegisterBenchOverlap(CLI::App& bench, CliContext* ctx);
 // `loom bench overlap-peer` (cmd_bench_overlap_peer.cc): OpenMPI/Gloo peers of `bench overlap`.
 void RegisterBenchOverlapPeer(CLI::App& bench, CliContext* ctx);
+// `loom bench replay` (cmd_bench_replay.cc): replay/what-if predictions vs real runs (issue 6).
+void RegisterBenchReplay(CLI::App& bench, CliContext* ctx);
 // `loom monitor ...`: agent (cmd_monitor_agent.cc); simulate (cmd_monitor_simulate.cc); detect,
 // eval (cmd_monitor_detect.cc); inject (cmd_monitor_inject.cc).
 void RegisterMonitorAgent(CLI::App& monitor, CliContext* ctx);
@@ -45,5 +47,9 @@ void RegisterMonitorInject(CLI::App& monitor, CliContext* ctx);
 void RegisterRobust(CLI::App& app, CliContext* ctx);
 // `loom trace replay|whatif` (cmd_trace.cc): dPRO-style replay and what-if of traced runs.
 void RegisterTrace(CLI::App& trace, CliContext* ctx);
+// `loom trace optimize` (cmd_trace_optimize.cc): dPRO-style strategy search on the replayer.
+void RegisterTraceOptimize(CLI::App& trace, CliContext* ctx);
+// `loom trace costmodel collect|train|predict|eval` (cmd_trace_costmodel.cc): CDMPP predictor.
+void RegisterTraceCostmodel(CLI::App& trace, CliContext* ctx);
 
 }  // namespace loom::cli

@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   loom::cli::RegisterBenchConvergence(*bench, &ctx);
   loom::cli::RegisterBenchOverlap(*bench, &ctx);
   loom::cli::RegisterBenchOverlapPeer(*bench, &ctx);
+  loom::cli::RegisterBenchReplay(*bench, &ctx);
   CLI::App* monitor = app.add_subcommand("monitor", "metrics agent, faulty-machine detection, fault injection");
   monitor->require_subcommand(1);
   loom::cli::RegisterMonitorAgent(*monitor, &ctx);
@@ -33,6 +34,10 @@ int main(int argc, char** argv) {
   CLI::App* trace = app.add_subcommand("trace", "profiling: replay and what-if of traced runs");
   trace->require_subcommand(1);
   loom::cli::RegisterTrace(*trace, &ctx);
+  loom::cli::RegisterTraceOptimize(*trace, &ctx);
+#ifdef LOOM_HAVE_COSTMODEL_CLI  // needs libxgboost-dev and libtorch
+  loom::cli::RegisterTraceCostmodel(*trace, &ctx);
+#endif
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
