@@ -8,36 +8,13 @@
 #include <random>
 
 #include "loom/trace/costmodel/collect.h"
+#include "loom/trace/costmodel/testing/synthetic_dataset.h"
 #include "loom/trace/costmodel/sequence.h"
 
 namespace loom::trace::costmodel {
 namespace {
 
-// Latency = 2 x roofline (+50% for the strided JKI GEMM order) + 1 us, on two devices.
-Dataset SyntheticDataset(int kernels) {
-  Dataset ds;
-  DeviceInfo a, b;
-  a.device = Device{Isa::kScalar, 1};
-  a.peak_gflops = 10;
-  a.mem_gbps = 10;
-  b.device = Device{Isa::kAvx2, 1};
-  b.peak_gflops = 40;
-  b.mem_gbps = 20;
-  ds.devices = {a, b};
-  std::mt19937_64 rng(11);
-  CollectOptions co;
-  for (int i = 0; i < kernels; ++i) {
-    const KernelSpec spec = SampleKernelSpec(rng, co);
-    for (const DeviceInfo& d : ds.devices) {
-      double t = 2 * RooflineSeconds(spec.Flops(), spec.CompulsoryBytes(), d) + 1e-6;
-      if (spec.kind == KernelKind::kGemm && spec.gemm.order == LoopOrder::kJKI) t *= 1.5;
-      ds.samples.push_back(
-          MakeSample(static_cast<int64_t>(ds.samples.size()), spec, d,
-                     Timing{.median_s = t, .cv = 0, .iqr_rel = 0.01, .min_s = t, .runs = 20}));
-    }
-  }
-  return ds;
-}
+Dataset SyntheticDataset(int kernels) { return testing::SyntheticDataset(kernels, /*seed=*/11); }
 
 EvalOptions SmallOptions() {
   EvalOptions o;
