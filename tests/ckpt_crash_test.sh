@@ -17,7 +17,14 @@ torn=0  # kills that interrupted a save (an uncommitted .tmp was left)
 for i in $(seq 1 8); do
   setsid "$LOOM" train --nproc 2 "${args[@]}" run_dir="$SCRATCH/run$i" > "$SCRATCH/run$i.txt" 2>&1 &
   pid=$!
-  sleep "$(( 1 + RANDOM % 3 )).$(( RANDOM % 10 ))"
+  # Kill at a random moment once training runs: start-up (loading libtorch, measuring the GEMM
+  # peak with an empty cache) takes seconds on a loaded machine and must not eat the window.
+  for _ in $(seq 1 300); do
+    grep -qE 'step +[0-9]+/' "$SCRATCH/run$i.txt" 2> /dev/null && break
+    kill -0 "$pid" 2> /dev/null || break
+    sleep 0.1
+  done
+  sleep "$(( RANDOM % 3 )).$(( RANDOM % 10 ))"
   kill -KILL -- "-$pid" 2> /dev/null || true
   wait "$pid" 2> /dev/null || true
   sleep 0.2

@@ -120,6 +120,8 @@ TEST(TilePrimitives, TilePullAndRankCopyAndPeerSignals) {
   RankCopy(proxy0, map, 0, {buf[0], 0, 4}, {out[0], 0, 4}, 1, rank_sig, 9);
   ASSERT_TRUE(PeerTileWait(*rts[1], rank_sig, map.ranks(0), 9, "rank copy").ok());
   for (int64_t g = 0; g < 5; ++g) EXPECT_EQ(out[1][g], Value(g, 0)) << g;
+  // The signal fires before the proxy books the message: wait for completion, then read stats.
+  ASSERT_TRUE(proxy0.Quiet("rank copy").ok());
   EXPECT_EQ(proxy0.stats().messages, 1);
   EXPECT_EQ(proxy0.stats().bytes, 5 * 4);
   // Producer notify on self.
