@@ -44,9 +44,13 @@ Result<std::vector<std::string>> TrainKeys(const EvalConfig& c) {
     return InvalidArgumentError("configuration " + c.Name() + ": bucket size must be > 0 MiB");
   }
   LOOM_ASSIGN_OR_RETURN(std::string spec, TrainCodecSpec(c.codec));
-  return std::vector<std::string>{"dist.bucket_mb=" + Num(c.bucket_mb),
-                                  std::string("dist.overlap=") + (c.overlap ? "true" : "false"),
-                                  "compress.grad=" + spec};
+  std::vector<std::string> keys{"dist.bucket_mb=" + Num(c.bucket_mb),
+                                std::string("dist.overlap=") + (c.overlap ? "true" : "false"),
+                                "compress.grad=" + spec};
+  if (c.codec != "none") {
+    keys.push_back("compress.min_elements=" + std::to_string(kGridCompressMinElements));
+  }
+  return keys;
 }
 
 EvalConfig BaseConfig() { return {"200mbit", 0.25, true, "none"}; }
@@ -90,10 +94,13 @@ Result<double> BandwidthScale(const EvalConfig& target, const EvalConfig& base,
     }
     base_bps = 8 * bw.base_fitted_bytes_per_s;
     if (target_bps == 0) return 1.0;
-    return std::min(target_bps, base_bps) / base_bps;
+    return std::min(target_bps * kTcpGoodput, base_bps) / base_bps;
   }
   if (target_bps == 0) target_bps = std::max(bw.unshaped_bits_per_s, base_bps);
-  return target_bps / base_bps;
+  const double k = target_bps / base_bps;
+  if (k == 1.0 || !(bw.base_fitted_bytes_per_s > 0)) return k;
+  // Another rate: the base's burst bonus does not carry over; cap at the target's goodput.
+  return std::min(k, target_bps / 8 * kTcpGoodput / bw.base_fitted_bytes_per_s);
 }
 
 Result<whatif::WhatIf> ToWhatIf(const EvalConfig& target, const EvalConfig& base,
@@ -115,6 +122,7 @@ Result<whatif::WhatIf> ToWhatIf(const EvalConfig& target, const EvalConfig& base
     } else {
       LOOM_ASSIGN_OR_RETURN(w.compression, whatif::DefaultCodec(target.codec));
     }
+    w.compress_min_elements = kGridCompressMinElements;
   }
   return w;
 }

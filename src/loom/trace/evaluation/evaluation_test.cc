@@ -31,7 +31,8 @@ TEST(ConfigGrid, MapsConfigToTrainKeys) {
   auto keys = TrainKeys({"50mbit", 4, false, "int4"});
   ASSERT_TRUE(keys.ok()) << keys.status().ToString();
   EXPECT_EQ(*keys, (std::vector<std::string>{"dist.bucket_mb=4", "dist.overlap=false",
-                                             "compress.grad=int4:g128"}));
+                                             "compress.grad=int4:g128",
+                                             "compress.min_elements=0"}));
   keys = TrainKeys({"unshaped", 0.25, true, "none"});
   ASSERT_TRUE(keys.ok());
   EXPECT_EQ(*keys, (std::vector<std::string>{"dist.bucket_mb=0.25", "dist.overlap=true",
@@ -71,9 +72,25 @@ TEST(ConfigGrid, BandwidthScaleFromRatesAndFittedBeta) {
   const EvalConfig open{"unshaped", 0.25, true, "none"};
   EXPECT_FALSE(BandwidthScale({"10mbit", 4, true, "none"}, open, bw).ok());
   bw.base_fitted_bytes_per_s = 100e6;
-  EXPECT_DOUBLE_EQ(*BandwidthScale({"10mbit", 4, true, "none"}, open, bw), 10e6 / 800e6);
+  EXPECT_DOUBLE_EQ(*BandwidthScale({"10mbit", 4, true, "none"}, open, bw),
+                   10e6 * kTcpGoodput / 800e6);
   EXPECT_DOUBLE_EQ(*BandwidthScale({"1gbit", 4, true, "none"}, open, bw), 1.0);  // capped
   EXPECT_DOUBLE_EQ(*BandwidthScale(open, open, bw), 1.0);
+}
+
+// A shaped base's fitted β above its goodput (tbf burst) scales only up to the target's goodput.
+TEST(ConfigGrid, BandwidthScaleIsCappedAtTheTargetsGoodput) {
+  const EvalConfig base{"200mbit", 0.25, true, "none"};
+  BandwidthModel bw;
+  bw.base_fitted_bytes_per_s = 26.1e6;  // tbf 25 MB/s plus burst, as measured
+  // 10 Mbit: 1.25 MB/s x 1448/1514 = 1.1955 MB/s < 0.05 x 26.1 MB/s = 1.305 MB/s.
+  EXPECT_NEAR(*BandwidthScale({"10mbit", 4, true, "none"}, base, bw) * 26.1e6,
+              1.25e6 * 1448.0 / 1514.0, 1e-3);
+  // Same rate: the base's own fit stands.
+  EXPECT_DOUBLE_EQ(*BandwidthScale({"200mbit", 4, false, "int4"}, base, bw), 1.0);
+  // A fit below the goodput is not raised: plain scaling.
+  bw.base_fitted_bytes_per_s = 20e6;
+  EXPECT_DOUBLE_EQ(*BandwidthScale({"50mbit", 4, true, "none"}, base, bw), 0.25);
 }
 
 TEST(ConfigGrid, WhatIfSetsOnlyWhatDiffers) {

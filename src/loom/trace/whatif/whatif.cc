@@ -32,7 +32,11 @@ std::string WhatIf::Describe() const {
     parts.push_back("compress " + compression->name + " ratio " + Num(compression->ratio) +
                     (compress_buckets.empty()
                          ? ""
-                         : " on " + std::to_string(compress_buckets.size()) + " bucket(s)"));
+                         : " on " + std::to_string(compress_buckets.size()) + " bucket(s)") +
+                    (compress_min_elements > 0
+                         ? " (buckets under " + std::to_string(compress_min_elements) +
+                               " elements uncompressed)"
+                         : ""));
   }
   if (bandwidth_scale != 1.0) parts.push_back("bandwidth x" + Num(bandwidth_scale));
   if (overlap) parts.push_back(std::string("overlap ") + (*overlap ? "on" : "off"));
@@ -120,11 +124,29 @@ Status SetCompression(dfg::ModelSpec* spec, const dfg::CodecModel& codec,
   return OkStatus();
 }
 
+int ExemptSmallBuckets(dfg::ModelSpec* spec, int64_t min_elements) {
+  if (min_elements <= 0 || spec->bucket_codec.empty()) return 0;
+  int exempted = 0;
+  for (int b = 0; b < spec->num_buckets(); ++b) {
+    const int end = b + 1 < spec->num_buckets() ? spec->bucket_begin[b + 1]
+                                                : static_cast<int>(spec->grads.size());
+    int64_t bytes = 0;
+    for (int g = spec->bucket_begin[b]; g < end; ++g) bytes += spec->grads[g].bytes;
+    if (bytes / 4 >= min_elements || !spec->bucket_codec[b].enabled()) continue;
+    spec->bucket_codec[b] = dfg::CodecModel{};
+    ++exempted;
+  }
+  return exempted;
+}
+
 Result<dfg::ModelSpec> ApplyWhatIf(const dfg::ModelSpec& base, const WhatIf& w) {
   dfg::ModelSpec s = base;
   if (w.world_size > 0) LOOM_RETURN_IF_ERROR(SetWorldSize(&s, w.world_size));
   if (w.bucket_bytes > 0) LOOM_RETURN_IF_ERROR(RegroupBuckets(&s, w.bucket_bytes));
-  if (w.compression) LOOM_RETURN_IF_ERROR(SetCompression(&s, *w.compression, w.compress_buckets));
+  if (w.compression) {
+    LOOM_RETURN_IF_ERROR(SetCompression(&s, *w.compression, w.compress_buckets));
+    ExemptSmallBuckets(&s, w.compress_min_elements);
+  }
   if (w.bandwidth_scale != 1.0) LOOM_RETURN_IF_ERROR(ScaleBandwidth(&s, w.bandwidth_scale));
   if (w.overlap) SetOverlap(&s, *w.overlap);
   for (const auto& [r, f] : w.stragglers) LOOM_RETURN_IF_ERROR(SetStraggler(&s, r, f));

@@ -13,7 +13,9 @@
 //                    SEND/RECV rebuilt and chunks priced α·segments + bytes/β. Total bytes kept;
 //                    per-bucket measured Sync times give way to the median ModelSpec::sync_ns.
 //   compression      per bucket (all, or a list): wire bytes × ratio, plus COMPRESS/DECOMPRESS
-//                    nodes on rank.comm costing a + b·elements (CodecModel).
+//                    nodes on rank.comm costing a + b·elements (CodecModel). With
+//                    compress_min_elements > 0, buckets of fewer fp32 gradient elements stay
+//                    uncompressed, as the trainer's `compress.min_elements` sends them.
 //   bandwidth × k    β → kβ (ns_per_byte / k); α unchanged.
 //   overlap off      edge last BW → every Sync on every rank.
 //   straggler r × f  dPRO delay ratio: every compute node of rank r (pre, BW, UPDATE) takes ×f.
@@ -48,6 +50,7 @@ struct WhatIf {
   int world_size = 0;                              // > 0: extrapolate to this many ranks
   std::optional<dfg::CodecModel> compression;      // set: compress buckets (see below)
   std::vector<int> compress_buckets;               // empty: every bucket (after regrouping)
+  int64_t compress_min_elements = 0;  // > 0: smaller buckets stay uncompressed (trainer bypass)
   // "bandwidth x0.5, bucket 8 MiB, overlap off"
   std::string Describe() const;
 };
@@ -60,6 +63,9 @@ Status SetStraggler(dfg::ModelSpec* spec, int rank, double ratio);
 Status SetWorldSize(dfg::ModelSpec* spec, int world);
 Status SetCompression(dfg::ModelSpec* spec, const dfg::CodecModel& codec,
                       const std::vector<int>& buckets);
+// Buckets under `min_elements` fp32 gradient elements (bytes / 4) lose their codec; returns how
+// many did. min_elements <= 0: nothing changes.
+int ExemptSmallBuckets(dfg::ModelSpec* spec, int64_t min_elements);
 Result<dfg::ModelSpec> ApplyWhatIf(const dfg::ModelSpec& base, const WhatIf& w);
 
 // Graph passes (same semantics, on a built graph; the graph is re-finalized).

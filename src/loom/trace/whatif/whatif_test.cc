@@ -130,6 +130,29 @@ TEST(WhatIfTest, CompressionShrinksWireBytesAndAddsCodecCost) {
   EXPECT_FALSE(DefaultCodec("zstd").ok());
 }
 
+// The trainer's small-bucket bypass: buckets under compress_min_elements stay uncompressed.
+TEST(WhatIfTest, CompressionLeavesBucketsUnderTheBypassThresholdUncompressed) {
+  // Overlapping(): 4 buckets of 500 B = 125 fp32 elements each.
+  WhatIf w;
+  w.compression = dfg::CodecModel{"test", 0.25, 100, 0, 100, 0};
+  w.compress_min_elements = 126;
+  auto none = RunWhatIf(Overlapping(), WhatIf{});
+  auto r = RunWhatIf(Overlapping(), w);
+  ASSERT_TRUE(r.ok() && none.ok());
+  EXPECT_EQ(r->graph.NodesOf(NodeKind::kCompress).size(), 0u);
+  EXPECT_DOUBLE_EQ(r->predicted.iteration_ns, none->predicted.iteration_ns);
+  EXPECT_NE(w.Describe().find("under 126 elements"), std::string::npos) << w.Describe();
+  w.compress_min_elements = 125;  // not under: all four compressed (2 ranks each)
+  r = RunWhatIf(Overlapping(), w);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->graph.NodesOf(NodeKind::kCompress).size(), 8u);
+  ModelSpec s = Overlapping();
+  ASSERT_TRUE(SetCompression(&s, *w.compression, {1, 2}).ok());
+  EXPECT_EQ(ExemptSmallBuckets(&s, 200), 2);  // only the two compressed ones count
+  EXPECT_FALSE(s.bucket_codec[1].enabled());
+  EXPECT_EQ(ExemptSmallBuckets(&s, 0), 0);
+}
+
 TEST(WhatIfTest, GraphPassesMatchSpecPasses) {
   ModelSpec s = Overlapping();
   s.kappa = 1.2;
