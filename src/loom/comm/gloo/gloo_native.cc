@@ -73,7 +73,7 @@ class ClassicAlgorithm final : public GlooNativeCollective {
 class ReduceScatterHd final : public GlooNativeCollective {
  public:
   ReduceScatterHd(std::shared_ptr<gloo::Context> ctx, float* in, float* out, size_t n)
-      : work_(n), out_(out), in_(in), n_(n), P_(ctx->size), rank_(ctx->rank) {
+      : work_(n), out_(out), in_(in), n_(n), P_(ctx->size) {
     std::vector<int> recv(P_, static_cast<int>(n / P_));
     algo_ = std::make_unique<gloo::ReduceScatterHalvingDoubling<float>>(
         ctx, std::vector<float*>{work_.data()}, static_cast<int>(n), recv);
@@ -82,8 +82,11 @@ class ReduceScatterHd final : public GlooNativeCollective {
     return Guard("reduce_scatter", [&] {
       std::memcpy(work_.data(), in_, n_ * sizeof(float));
       algo_->run();
-      // Gloo leaves rank r's reduced block in place inside the work buffer.
-      std::memcpy(out_, work_.data() + rank_ * (n_ / P_), (n_ / P_) * sizeof(float));
+      // Gloo's distribution phase moves rank r's reduced block to the START of the buffer
+      // (halving-doubling leaves the blocks in bit-reversed rank order before that; reading
+      // block r in place was right only on rank 0 and the ranks whose bits read the same
+      // reversed, so 3- and 4-rank benchmarks compared against wrong results).
+      std::memcpy(out_, work_.data(), (n_ / P_) * sizeof(float));
     });
   }
 
@@ -93,7 +96,6 @@ class ReduceScatterHd final : public GlooNativeCollective {
   float* in_;
   size_t n_;
   int P_;
-  int rank_;
   std::unique_ptr<gloo::Algorithm> algo_;
 };
 
