@@ -6,7 +6,7 @@
 #include <cstring>
 #include <string>
 
-#include "loom/base/philox.h"
+#include "loom/compress/kernels/int_kernels.h"
 
 namespace loom::compress {
 namespace {
@@ -76,6 +76,17 @@ double SumOfSquares(const float* x, int64_t len) {
   return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
 }
 
+constexpr int64_t kChunk = 512;  // elements per uniforms call (a multiple of 32)
+
+// code[i] = level_i + s with the sign folded in (0 .. 2s), level_i = min(s, floor(|x_i| * mult +
+// u_i)); t + u is in [0, s + 2), so the int conversion truncates as floor. Vectorizes (-O3).
+void Levels(const float* x, int64_t len, float mult, const float* u, int32_t s, uint8_t* code) {
+  for (int64_t i = 0; i < len; ++i) {
+    const int32_t level = std::min(s, static_cast<int32_t>(std::fabs(x[i]) * mult + u[i]));
+    code[i] = static_cast<uint8_t>(std::signbit(x[i]) ? s - level : s + level);
+  }
+}
+
 }  // namespace
 
 Status QsgdCodec::CheckFormat() const {
@@ -97,15 +108,21 @@ int64_t QsgdCodec::MaxEncodedBytes(int64_t n) const {
 
 Result<int64_t> QsgdCodec::Encode(const float* x, int64_t n, char* out,
                                   const StepContext& ctx) const {
+  return EncodeWith(SelectIntKernels(), x, n, out, ctx);
+}
+
+Result<int64_t> QsgdCodec::EncodeWith(const IntKernels& kernels, const float* x, int64_t n,
+                                      char* out, const StepContext& ctx) const {
   LOOM_RETURN_IF_ERROR(CheckFormat());
   const int bits = spec().bits;
-  const auto s = static_cast<uint32_t>(spec().levels);
+  const auto s = static_cast<int32_t>(spec().levels);
   const int64_t G = spec().group, payload = PayloadBytes(n), groups = Groups(n);
   WriteHeader(out, n, payload + 4 * groups);
   BitWriter writer(reinterpret_cast<uint8_t*>(out + kHeaderBytes));
   char* norms = out + kHeaderBytes + payload;
-  const PhiloxKey key = {static_cast<uint32_t>(ctx.seed), static_cast<uint32_t>(ctx.seed >> 32)};
   const uint64_t stream = StreamOf(ctx);
+  alignas(64) float u[kChunk];
+  uint8_t code[kChunk];
   for (int64_t g = 0; g < groups; ++g) {
     const int64_t b = g * G, e = std::min(n, b + G);
     const double sum_sq = SumOfSquares(x + b, e - b);
@@ -124,21 +141,12 @@ Result<int64_t> QsgdCodec::Encode(const float* x, int64_t n, char* out,
     if (norm < FLT_MIN) norm = 0;
     std::memcpy(norms + 4 * g, &norm, 4);
     const float mult = norm > 0 ? static_cast<float>(s) / norm : 0.f;
-    // Groups start at multiples of 32, so at a Philox block: element j uses word j % 4 of block
-    // j / 4.
-    for (int64_t j = b; j < e; j += 4) {
-      const uint64_t block = static_cast<uint64_t>(j) / 4;
-      const PhiloxCounter r =
-          Philox4x32({static_cast<uint32_t>(block), static_cast<uint32_t>(block >> 32),
-                      static_cast<uint32_t>(stream), static_cast<uint32_t>(stream >> 32)},
-                     key);
-      const int64_t m = std::min<int64_t>(4, e - j);
-      for (int64_t k = 0; k < m; ++k) {
-        const float u = static_cast<float>(r[k] >> 8) * 0x1.0p-24f;
-        const float t = std::fabs(x[j + k]) * mult;
-        const uint32_t level = std::min(s, static_cast<uint32_t>(t + u));  // t + u >= 0: floor
-        writer.Put(std::signbit(x[j + k]) ? s - level : s + level, bits);
-      }
+    // Groups start at multiples of 32, and so do the chunks: the kernels' uniforms line up.
+    for (int64_t c = b; c < e; c += kChunk) {
+      const int64_t len = std::min(kChunk, e - c);
+      kernels.uniforms(ctx.seed, stream, c, len, u);
+      Levels(x + c, len, mult, u, s, code);
+      for (int64_t i = 0; i < len; ++i) writer.Put(code[i], bits);
     }
   }
   writer.Flush();

@@ -11,11 +11,12 @@
 // first as one bit stream, then one fp32 norm per group. Decoding rejects a level above 2s.
 // Not summable (per-group norms). Encode rejects NaN/Inf naming the element, and groups whose
 // norm overflows fp32.
-// Scalar code: about 0.7 GB/s encode (scalar Philox dominates) and 1.3-2 GB/s decode here.
+// The uniforms come from the int kernels (AVX2/AVX-512 Philox, byte-identical to scalar).
 // Thread-safety: immutable.
 #pragma once
 
 #include "loom/compress/codec.h"
+#include "loom/compress/kernels/int_kernels.h"
 
 namespace loom::compress {
 
@@ -25,6 +26,9 @@ class QsgdCodec : public Codec {
   int64_t MaxEncodedBytes(int64_t n) const override;
   Result<int64_t> Encode(const float* x, int64_t n, char* out,
                          const StepContext& ctx) const override;
+  // Encode with these kernels' uniforms (tests compare implementations; the wire is identical).
+  Result<int64_t> EncodeWith(const IntKernels& kernels, const float* x, int64_t n, char* out,
+                             const StepContext& ctx) const;
 
  protected:
   Status DecodeInto(const char* in, int64_t bytes, int64_t n, float* y, bool add) const override;

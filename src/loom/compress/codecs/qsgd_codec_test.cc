@@ -199,6 +199,44 @@ TEST(QsgdCodecTest, DeterministicPerStepContext) {
   EXPECT_NE(encode(base), encode({1, 2, 3, 5}));
 }
 
+// Element j's level is floor(|x_j| s / norm + u_j), u_j the j-th draw of
+// PhiloxStream(seed, StreamOf(ctx)), on every int-kernel implementation (the uniforms' source).
+// Squares that sum exactly make the norm independent of the summation order.
+TEST(QsgdCodecTest, LevelsUseTheJthDrawOnEveryKernelImplementation) {
+  const int levels = 5, G = 128;
+  auto parsed = ParseCodecSpec("qsgd:s5:g128");
+  ASSERT_TRUE(parsed.ok());
+  const QsgdCodec codec(*parsed);
+  const int64_t n = 3 * G + 45;  // a partial last group and a partial 32-block
+  std::vector<float> x(n);
+  for (int64_t j = 0; j < n; ++j) x[j] = j % G == 0 ? 8.f : (j % 3 ? 0.5f : -0.5f);
+  const StepContext ctx{0xC0FFEE, 7, 1, 3};
+  PhiloxStream rng(ctx.seed, StreamOf(ctx));
+  std::vector<float> want(n);
+  for (int64_t g = 0; g < n; g += G) {
+    const int64_t len = std::min<int64_t>(G, n - g);
+    const float norm = static_cast<float>(std::sqrt(64.0 + 0.25 * (len - 1)));
+    const float mult = static_cast<float>(levels) / norm, scale = norm / levels;
+    for (int64_t j = g; j < g + len; ++j) {
+      const float u = rng.NextUniform();
+      const int level = std::min(levels, static_cast<int>(std::fabs(x[j]) * mult + u));
+      want[j] = static_cast<float>(x[j] < 0 ? -level : level) * scale;
+    }
+  }
+  std::vector<char> first;
+  for (const IntKernels* k : AvailableIntKernels()) {
+    std::vector<char> wire(codec.MaxEncodedBytes(n));
+    auto bytes = codec.EncodeWith(*k, x.data(), n, wire.data(), ctx);
+    ASSERT_TRUE(bytes.ok()) << bytes.status();
+    wire.resize(*bytes);
+    std::vector<float> y(n);
+    ASSERT_TRUE(codec.Decode(wire.data(), *bytes, n, y.data()).ok());
+    for (int64_t j = 0; j < n; ++j) ASSERT_EQ(y[j], want[j]) << k->name << " element " << j;
+    if (first.empty()) first = wire;
+    EXPECT_EQ(wire, first) << k->name << " wire differs from scalar";
+  }
+}
+
 TEST(QsgdCodecTest, RejectsNonFiniteWithTheIndexAndOverflowingNorms) {
   auto codec = MakeTestCodec("qsgd:s4:g32");
   std::vector<float> x = Gaussian(100, 8);

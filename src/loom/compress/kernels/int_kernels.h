@@ -12,6 +12,7 @@
 // the kernel files are compiled with -ffp-contract=off; the only FMAs are Hadamard butterflies
 // with +-1, which round exactly like the add or subtract); int_kernels_test.cc checks this.
 // No heap allocation: about 20 KB of stack per call (one rotated group, 512 uniforms).
+// `uniforms` exposes the Philox draws alone, identical across implementations.
 //
 // Semantics (the reference, kernels/int_kernels_scalar.cc). m = n, or n rounded up to a multiple
 // of 32 with `hadamard` (x zero-padded). Per group of `group` elements starting at b:
@@ -81,6 +82,10 @@ struct IntKernels {
   // value (NaN/Inf in x, or a Hadamard rotation that overflowed), the output then unspecified.
   int64_t (*encode)(const IntEncodeArgs& args);
   void (*decode)(const IntDecodeArgs& args);
+  // The stochastic-rounding uniforms of buffer elements first .. first + n - 1 (see Semantics;
+  // `first` a multiple of 32) into u[0, n); u must have room for n rounded up to 32. QSGD draws
+  // them (codecs/qsgd_codec.h).
+  void (*uniforms)(uint64_t seed, uint64_t stream, int64_t first, int64_t n, float* u);
 };
 
 // The reference implementation; always available.

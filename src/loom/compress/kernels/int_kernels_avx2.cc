@@ -112,6 +112,15 @@ LOOM_AVX2_INLINE void Uniforms32(const PhiloxKeys& k, uint64_t block, __m256* u)
   u[3] = ToUniform(_mm256_unpackhi_epi64(x1, y1));
 }
 
+LOOM_AVX2 void UniformRange(uint64_t seed, uint64_t stream, int64_t first, int64_t n, float* u) {
+  const PhiloxKeys k = MakeKeys(seed, stream);
+  for (int64_t i = 0; i < n; i += 32) {
+    __m256 v[4];
+    Uniforms32(k, static_cast<uint64_t>(first + i) / 4, v);
+    for (int j = 0; j < 4; ++j) _mm256_storeu_ps(u + i + 8 * j, v[j]);
+  }
+}
+
 // ---- quantize and pack ----
 
 LOOM_AVX2_INLINE __m256i AbsBits(__m256 v) {
@@ -360,7 +369,7 @@ LOOM_AVX2 void Decode(const IntDecodeArgs& a) {
 }  // namespace
 
 const IntKernels* Avx2IntKernels() {
-  static constexpr IntKernels kAvx2 = {"avx2", &Encode, &Decode};
+  static constexpr IntKernels kAvx2 = {"avx2", &Encode, &Decode, &UniformRange};
   return &kAvx2;
 }
 

@@ -143,6 +143,23 @@ LOOM_AVX512_INLINE const float* UniformsAt(UniformRing& ring, const PhiloxKeys& 
   return ring.u + (e - ring.start);
 }
 
+LOOM_AVX512 void UniformRange(uint64_t seed, uint64_t stream, int64_t first, int64_t n,
+                              float* u) {
+  const PhiloxKeys k = MakeKeys(seed, stream);
+  alignas(64) float buf[128];
+  for (int64_t i = 0; i < n; i += 128) {
+    const int64_t count = std::min<int64_t>(128, (n - i + 31) / 32 * 32);
+    if (count == 128) {
+      Uniforms<4>(k, static_cast<uint64_t>(first + i) / 4, buf);
+    } else {
+      for (int64_t c = 0; c < count; c += 32) {
+        Uniforms<1>(k, static_cast<uint64_t>(first + i + c) / 4, buf + c);
+      }
+    }
+    std::memcpy(u + i, buf, static_cast<size_t>(count) * sizeof(float));
+  }
+}
+
 // ---- masks and loads ----
 
 LOOM_AVX512_INLINE __mmask16 FirstLanes(int64_t count) {  // count clipped to [0, 16]
@@ -404,7 +421,7 @@ LOOM_AVX512 void Decode(const IntDecodeArgs& a) {
 }  // namespace
 
 const IntKernels* Avx512IntKernels() {
-  static constexpr IntKernels kAvx512 = {"avx512", &Encode, &Decode};
+  static constexpr IntKernels kAvx512 = {"avx512", &Encode, &Decode, &UniformRange};
   return &kAvx512;
 }
 

@@ -135,6 +135,11 @@ void Uniforms(const PhiloxKey& key, uint64_t stream, int64_t e, int64_t len, flo
   }
 }
 
+void UniformRange(uint64_t seed, uint64_t stream, int64_t first, int64_t n, float* u) {
+  const PhiloxKey key = {static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)};
+  Uniforms(key, stream, first, (n + 31) / 32 * 32, u);
+}
+
 int64_t Encode(const IntEncodeArgs& a) {
   const IntFormat& f = a.format;
   const int64_t n = a.n, m = IntWireElements(n, f), groups = IntGroups(m, f);
@@ -221,7 +226,7 @@ void Decode(const IntDecodeArgs& a) {
 }  // namespace
 
 const IntKernels& ScalarIntKernels() {
-  static constexpr IntKernels kScalar = {"scalar", &Encode, &Decode};
+  static constexpr IntKernels kScalar = {"scalar", &Encode, &Decode, &UniformRange};
   return kScalar;
 }
 

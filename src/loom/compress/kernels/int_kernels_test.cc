@@ -399,6 +399,28 @@ TEST(IntKernels, StochasticRoundingUsesTheJthDrawOfThePhiloxStream) {
   }
 }
 
+// uniforms(first, n) = draws first .. first + n - 1 of PhiloxStream(seed, stream), bit for bit,
+// on every implementation; nothing past n rounded up to 32 is written.
+TEST(IntKernels, UniformsAreTheStreamsDrawsAtAnyOffset) {
+  const uint64_t seed = 0xDEADBEEF00C0FFEEull, stream = 0x8000000100000002ull;
+  PhiloxStream rng(seed, stream);
+  std::vector<float> want(4096);
+  for (float& u : want) u = rng.NextUniform();
+  for (const IntKernels* k : AvailableIntKernels()) {
+    for (auto [first, n] : {std::pair<int64_t, int64_t>{0, 1}, {0, 32}, {32, 100}, {64, 128},
+                            {96, 513}, {1024, 3000}}) {
+      const int64_t room = (n + 31) / 32 * 32;
+      std::vector<float> u(room + 8, -1.f);
+      k->uniforms(seed, stream, first, n, u.data() + 1);  // unaligned
+      for (int64_t i = 0; i < n; ++i) {
+        ASSERT_EQ(u[1 + i], want[first + i]) << k->name << " first " << first << " i " << i;
+      }
+      EXPECT_EQ(u[0], -1.f) << k->name;
+      EXPECT_EQ(u[1 + room], -1.f) << k->name << " wrote past the rounded-up count";
+    }
+  }
+}
+
 TEST(IntKernels, ZeroAndSubnormalGroupsGetScaleZeroAndDecodeToZero) {
   std::vector<float> x(3 * 32, 0.0f);
   // max 3.2e-39: subnormal (< FLT_MIN = 1.2e-38), and so is scale = amax / qmax.
