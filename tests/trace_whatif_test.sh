@@ -70,4 +70,36 @@ if "$LOOM" trace replay "$SCRATCH/trunc" > "$SCRATCH/bad2.txt" 2>&1; then fail "
 expect_contains "$SCRATCH/bad2.txt" "rank0.trace.json" "error names the truncated file"
 if "$LOOM" trace whatif "$dir" --bandwidth fast > "$SCRATCH/bad3.txt" 2>&1; then fail "bad flag accepted"; fi
 expect_contains "$SCRATCH/bad3.txt" "bandwidth" "error names the flag"
+
+# The global DFG as neutral JSON (for peer replayers, scripts/peers/dpro_replay.py): the same
+# graph `trace replay` replays (equal prediction and measurement), consistent ids, one SEND and
+# one RECV per bucket, rank and ring step, durations = dur · ratio + link time.
+"$LOOM" trace export-dfg "$dir" "$SCRATCH/dfg.json" > "$SCRATCH/dfg.txt" 2>&1 \
+  || { cat "$SCRATCH/dfg.txt"; fail "export-dfg failed"; }
+expect_contains "$SCRATCH/dfg.txt" "dfg.json" "export-dfg names its output"
+/usr/bin/python3 - "$SCRATCH/dfg.json" "$SCRATCH/replay.json" <<'PY'
+import json, sys
+d, rep = (json.load(open(p)) for p in sys.argv[1:])
+assert d["format"] == "loom-dfg" and d["version"] == 1 and d["ranks"] == 2, d.get("format")
+n, loom = d["nodes"], d["loom"]
+assert abs(loom["predicted_iteration_ns"] / 1e6 - rep["predicted_ms"]) <= 1e-9 * rep["predicted_ms"]
+assert abs(loom["measured_iteration_ns"] / 1e6 - rep["measured_ms"]) <= 1e-9 * rep["measured_ms"]
+assert abs(max(x["loom_end_ns"] for x in n) - loom["predicted_iteration_ns"]) <= 1e-6 * loom["predicted_iteration_ns"]
+assert [x["id"] for x in n] == list(range(len(n)))
+assert all(0 <= e["from"] < len(n) and 0 <= e["to"] < len(n) and e["gap_ns"] >= 0 for e in d["edges"])
+kinds = {x["kind"] for x in n}
+assert {"BW", "UPDATE", "SYNC", "SEND", "RECV"} <= kinds, kinds
+m = rep["model"]
+steps = 2 if m["collective"] == "allreduce" else 1
+for k in ("SEND", "RECV"):
+    c = sum(1 for x in n if x["kind"] == k and x["bucket"] >= 0)
+    assert c == m["buckets"] * 2 * steps, (k, c, m["buckets"], steps)
+for x in n:
+    assert abs(x["duration_ns"] - (x["dur_ns"] * x["ratio"] + x["link_ns"])) <= 1e-6 * max(1, x["duration_ns"]), x
+print("export-dfg: %d nodes, %d edges" % (len(n), len(d["edges"])))
+PY
+if "$LOOM" trace export-dfg "$SCRATCH/empty" "$SCRATCH/x.json" > "$SCRATCH/bad4.txt" 2>&1; then
+  fail "export-dfg of an empty dir accepted"
+fi
+expect_contains "$SCRATCH/bad4.txt" "$SCRATCH/empty" "export-dfg error names the directory"
 echo PASS

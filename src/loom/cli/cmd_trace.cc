@@ -21,6 +21,7 @@
 #include "loom/trace/ingest/collective_match.h"
 #include "loom/trace/ingest/trace_reader.h"
 #include "loom/trace/replay/baselines.h"
+#include "loom/trace/replay/dfg_json.h"
 #include "loom/trace/replay/replayer.h"
 #include "loom/trace/replay/synthetic_trace.h"
 #include "loom/trace/whatif/whatif.h"
@@ -46,6 +47,7 @@ struct TraceArgs : TraceRunArgs {
   std::vector<std::string> compress;
   std::string codecs_json;
   std::vector<int> compress_buckets;
+  int64_t compress_min_elements = 65536;  // the trainer's compress.min_elements default
 };
 
 using Loaded = LoadedTraceRun;
@@ -235,6 +237,7 @@ Result<whatif::WhatIf> ParseWhatIf(const TraceArgs& a) {
       LOOM_ASSIGN_OR_RETURN(w.compression, whatif::DefaultCodec(a.compress[0], ratio));
     }
     w.compress_buckets = a.compress_buckets;
+    w.compress_min_elements = a.compress_min_elements;
   }
   return w;
 }
@@ -275,6 +278,31 @@ Status RunWhatIfCmd(const TraceArgs& a) {
   return Finish(a, r.graph, r.predicted, std::move(doc));
 }
 
+// `loom trace export-dfg <dir> <out.json>`: the global DFG `loom trace replay` builds and replays,
+// as neutral JSON (loom/trace/replay/dfg_json.h) for peer replayers such as dPRO's
+// (scripts/peers/dpro_replay.py), with loom's replay, the measured iteration and the baselines.
+struct ExportDfgArgs : TraceRunArgs {
+  std::string out;
+};
+
+Status RunExportDfg(const ExportDfgArgs& a) {
+  LOOM_ASSIGN_OR_RETURN(Loaded l, LoadTraceRun(a));
+  PrintTraceModel(l);
+  LOOM_ASSIGN_OR_RETURN(dfg::Graph g, dfg::BuildGraph(l.model.spec));
+  LOOM_ASSIGN_OR_RETURN(replay::ReplayResult r, replay::Replay(g));
+  const replay::AnalyticalEstimate an = replay::Analytical(l.model.spec);
+  const replay::DfgJsonInfo info{.source = a.dir,
+                                 .measured_iteration_ns = l.model.measured_iteration_ns,
+                                 .baseline_sum_ns = an.sum_ns,
+                                 .baseline_overlap_ns = an.overlap_ns};
+  LOOM_RETURN_IF_ERROR(replay::WriteDfgJson(g, &r, info, a.out));
+  std::printf("measured iteration: %.3f ms; loom replay: %.3f ms\n",
+              Ms(l.model.measured_iteration_ns), Ms(r.iteration_ns));
+  std::printf("wrote %s (%zu nodes, %zu edges, %zu devices, %zu links)\n", a.out.c_str(),
+              g.nodes().size(), g.edges().size(), g.devices().size(), g.links().size());
+  return OkStatus();
+}
+
 void AddCommon(CLI::App* cmd, TraceArgs* a) {
   AddTraceRunOptions(cmd, a);
   cmd->add_option("--json", a->json_out, "write the result as JSON");
@@ -313,7 +341,17 @@ void RegisterTrace(CLI::App& trace, CliContext* ctx) {
                  "`loom bench codecs --json` file for codec costs");
   wi->add_option("--compress-buckets", wa->compress_buckets, "only these bucket indices")
       ->delimiter(',');
+  wi->add_option("--compress-min-elements", wa->compress_min_elements,
+                 "buckets under this many elements stay uncompressed, as the trainer's "
+                 "compress.min_elements (default 65536; 0 = compress all)");
   wi->callback([wa, ctx] { ctx->exit_code = Report(RunWhatIfCmd(*wa), "whatif"); });
+
+  auto da = std::make_shared<ExportDfgArgs>();
+  auto* dx = trace.add_subcommand(
+      "export-dfg", "write the global DFG of a traced run as JSON (for peer replayers, e.g. dPRO)");
+  AddTraceRunOptions(dx, da.get());
+  dx->add_option("out", da->out, "output JSON path")->required();
+  dx->callback([da, ctx] { ctx->exit_code = Report(RunExportDfg(*da), "export-dfg"); });
 
   // Chakra execution traces (ASTRA-sim's input) from any ingest dialect: <prefix>.<rank>.et.
   auto ea = std::make_shared<std::pair<std::string, std::string>>();
