@@ -1,10 +1,12 @@
 #include "loom/trace/chakra/export_chakra.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <set>
 #include <tuple>
 #include <unordered_map>
+#include <utility>
 
 namespace loom::trace::chakra {
 namespace {
@@ -170,9 +172,33 @@ int32_t StableTag(std::string_view s) {
   return static_cast<int32_t>(h & 0x7fffffff);
 }
 
-std::string PgName(const RankTrace& t, const TraceEvent& e) {
+// ASTRA-sim parses pg_name with std::stoi as a communicator-group id: only numeric names go there.
+void AddGroupAttr(const RankTrace& t, const TraceEvent& e, std::vector<Attr>* attrs) {
   const std::string_view g = t.GroupName(e);
-  return g.empty() ? "default" : std::string(g);
+  const bool numeric =
+      !g.empty() && std::all_of(g.begin(), g.end(), [](char c) { return c >= '0' && c <= '9'; });
+  if (numeric) {
+    attrs->push_back({"pg_name", std::string(g)});
+  } else {
+    attrs->push_back({"loom_pg_name", g.empty() ? std::string("default") : std::string(g)});
+  }
+}
+
+// Chakra's comm_size of a collective: the per-rank input. loom's own traces record an
+// all-gather's gathered output, i.e. world_size times the input.
+int64_t CollectiveCommSize(const RankTrace& t, const TraceEvent& e) {
+  if (e.bytes == ingest::kUnknown) return 0;
+  if (t.dialect == ingest::Dialect::kLoom && e.op == CollectiveOp::kAllGather && t.world_size > 1) {
+    return e.bytes / t.world_size;
+  }
+  return e.bytes;
+}
+
+// loom's trainer and dPRO's DFG treat unclassified "wait*" spans as blocking waits.
+bool IsWaitSpan(const RankTrace& t, const Item& it) {
+  const TraceEvent& e = t.events[it.event];
+  return it.kind == EventKind::kOther && e.kind == EventKind::kOther &&
+         t.Name(e).substr(0, 4) == "wait";
 }
 
 Node MakeNode(const RankTrace& t, const Item& it, const ChakraOptions& o, int64_t origin) {
@@ -186,10 +212,12 @@ Node MakeNode(const RankTrace& t, const Item& it, const ChakraOptions& o, int64_
   const int64_t bytes = e.bytes == ingest::kUnknown ? 0 : e.bytes;
   if (it.kind == EventKind::kComm && comm_type) {
     n.type = NodeType::kCommColl;
+    const int64_t comm_size = CollectiveCommSize(t, e);
     n.attrs.push_back({"is_cpu_op", false});
     n.attrs.push_back({"comm_type", static_cast<int64_t>(*comm_type)});
-    n.attrs.push_back({"comm_size", bytes});
-    n.attrs.push_back({"pg_name", PgName(t, e)});
+    n.attrs.push_back({"comm_size", comm_size});
+    if (comm_size != bytes) n.attrs.push_back({"loom_bytes", bytes});
+    AddGroupAttr(t, e, &n.attrs);
   } else if (IsP2P(it.kind)) {
     const bool send = it.kind == EventKind::kSend;
     n.type = send ? NodeType::kCommSend : NodeType::kCommRecv;
@@ -204,10 +232,14 @@ Node MakeNode(const RankTrace& t, const Item& it, const ChakraOptions& o, int64_
     n.attrs.push_back({"comm_dst", send ? peer : e.rank});
     n.attrs.push_back({"comm_tag", tag});
     n.attrs.push_back({"comm_size", bytes});
-    n.attrs.push_back({"pg_name", PgName(t, e)});
+    AddGroupAttr(t, e, &n.attrs);
   } else {
     n.type = NodeType::kComp;
     n.attrs.push_back({"is_cpu_op", it.kind == EventKind::kCommEnqueue || o.compute_is_cpu_op});
+    if (o.waits_as_sync && IsWaitSpan(t, it)) {
+      n.attrs.push_back({"loom_wait_us", static_cast<int64_t>(n.duration_micros)});
+      n.duration_micros = 0;
+    }
   }
   n.attrs.push_back({"tid", static_cast<int64_t>(e.lane)});
   n.attrs.push_back({"loom_kind", std::string(ingest::EventKindName(it.kind))});
@@ -225,10 +257,57 @@ void AddDep(std::vector<uint64_t>* deps, uint64_t id) {
   if (std::find(deps->begin(), deps->end(), id) == deps->end()) deps->push_back(id);
 }
 
-// ctrl_deps per lane and the BW -> comm -> UPDATE data_deps (items sorted by start).
-void AddDependencies(const RankTrace& t, const std::vector<Item>& items, std::vector<Node>* nodes) {
+// Splits each BW item where a collective (or the first chunk of one) of another lane starts
+// strictly inside it; `items` sorted by start, and so is the result.
+std::vector<Item> SplitBackwardAtCollectives(const RankTrace& t, const std::vector<Item>& items) {
+  std::vector<std::pair<int64_t, int32_t>> starts;  // (start, lane), sorted by start
+  std::set<CommKey> seen;
+  for (const Item& it : items) {
+    const TraceEvent& e = t.events[it.event];
+    const bool first_chunk =
+        IsP2P(it.kind) && (e.seq == ingest::kUnknown || seen.insert(KeyOf(e)).second);
+    if (it.kind == EventKind::kComm || first_chunk) starts.emplace_back(it.ts_ns, e.lane);
+  }
+  std::vector<Item> out;
+  out.reserve(items.size());
+  for (const Item& it : items) {
+    if (it.kind != EventKind::kBackward) {
+      out.push_back(it);
+      continue;
+    }
+    const int32_t lane = t.events[it.event].lane;
+    Item piece = it;
+    for (auto s =
+             std::upper_bound(starts.begin(), starts.end(), std::make_pair(it.ts_ns, INT32_MAX));
+         s != starts.end() && s->first < it.end_ns; ++s) {
+      if (s->second == lane || s->first <= piece.ts_ns) continue;
+      Item head = piece;
+      head.end_ns = s->first;
+      out.push_back(head);
+      piece.ts_ns = s->first;
+    }
+    out.push_back(piece);
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const Item& a, const Item& b) { return a.ts_ns < b.ts_ns; });
+  // Pieces of one event are "<name>#0", "#1", ... in time order.
+  std::unordered_map<size_t, int> pieces;
+  for (const Item& it : out) ++pieces[it.event];
+  std::unordered_map<size_t, int> next;
+  for (Item& it : out) {
+    if (pieces[it.event] > 1) it.segment = next[it.event]++;
+  }
+  return out;
+}
+
+// ctrl_deps per lane (also data_deps when lane_order_as_data_deps), the previous collective of
+// the same group (collectives_in_group_order) and the BW -> comm -> UPDATE data_deps (items
+// sorted by start).
+void AddDependencies(const RankTrace& t, const std::vector<Item>& items, const ChakraOptions& o,
+                     std::vector<Node>* nodes) {
   std::unordered_map<int32_t, size_t> last_on_lane;
-  std::vector<size_t> bws;  // BW items seen, in start order
+  std::unordered_map<uint32_t, size_t> last_collective;  // per process group
+  std::vector<size_t> bws;                               // BW items seen, in start order
   int64_t last_update_start = INT64_MIN;
   std::set<CommKey> linked_keys;            // collectives whose first node got its BW dep
   std::map<CommKey, size_t> pending_keyed;  // latest-ending node per collective since UPDATE
@@ -238,8 +317,16 @@ void AddDependencies(const RankTrace& t, const std::vector<Item>& items, std::ve
     const TraceEvent& e = t.events[it.event];
     Node& n = (*nodes)[i];
     auto lane_it = last_on_lane.find(e.lane);
-    if (lane_it != last_on_lane.end()) AddDep(&n.ctrl_deps, (*nodes)[lane_it->second].id);
+    if (lane_it != last_on_lane.end()) {
+      AddDep(&n.ctrl_deps, (*nodes)[lane_it->second].id);
+      if (o.lane_order_as_data_deps) AddDep(&n.data_deps, (*nodes)[lane_it->second].id);
+    }
     last_on_lane[e.lane] = i;
+    if (o.collectives_in_group_order && n.type == NodeType::kCommColl) {
+      auto prev = last_collective.find(e.group);
+      if (prev != last_collective.end()) AddDep(&n.data_deps, (*nodes)[prev->second].id);
+      last_collective[e.group] = i;
+    }
 
     const bool comm = n.type == NodeType::kCommColl || n.type == NodeType::kCommSend ||
                       n.type == NodeType::kCommRecv;
@@ -370,6 +457,7 @@ Result<ChakraTrace> BuildChakraTrace(const RankTrace& trace, const ChakraOptions
   std::vector<Item> items = Selector(trace, options).Run();
   std::stable_sort(items.begin(), items.end(),
                    [](const Item& a, const Item& b) { return a.ts_ns < b.ts_ns; });
+  if (options.split_backward_at_collectives) items = SplitBackwardAtCollectives(trace, items);
   const int64_t origin =
       options.origin_ns != ingest::kUnknown ? options.origin_ns : EarliestEvent(trace);
 
@@ -390,7 +478,7 @@ Result<ChakraTrace> BuildChakraTrace(const RankTrace& trace, const ChakraOptions
     out.nodes.push_back(MakeNode(trace, items[i], options, origin));
     out.nodes.back().id = i + 1;
   }
-  AddDependencies(trace, items, &out.nodes);
+  AddDependencies(trace, items, options, &out.nodes);
   if (options.drop_isolated_zero_duration) DropIsolatedZeroDuration(&out.nodes);
   LOOM_RETURN_IF_ERROR(ValidateChakraGraph(out).WithContext(where));
   return out;

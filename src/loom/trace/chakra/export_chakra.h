@@ -18,9 +18,25 @@
 //
 // Dependencies: ctrl_deps = the previous node on the same lane; data_deps = BW -> the
 // collective (or first chunk of it) that starts after the last BW ending before it, when no
-// UPDATE lies between them; collective/chunk -> the next UPDATE that starts after it ends.
+// UPDATE lies between them; collective/chunk -> the next UPDATE that starts after it ends. With
+// lane_order_as_data_deps (default) the same-lane predecessor is also a data dep: ASTRA-sim's
+// Chakra feeder schedules by data_deps only (Chakra's PyTorch converter does the same,
+// convert_ctrl_dep_to_data_dep). A BW span during which a collective of another lane starts is
+// split at that instant (split_backward_at_collectives), so the bucket depends on the backward
+// time before it rather than on a previous step. Collectives of one process group are chained in
+// their order (collectives_in_group_order). Unclassified spans named "wait*" (loom's
+// wait_grad_sync) are blocking waits on communication: exported with duration 0 (measured time in
+// attr loom_wait_us) because the collective -> UPDATE deps already model the wait.
 // Zero-duration nodes (after µs rounding) that end up with no edge at all are dropped. The
 // graph is checked for cycles before writing.
+//
+// ASTRA-sim conventions (its workload layer at astra-sim c459ab6 / chakra 214f2c5): comm_size is
+// the per-rank input of the collective (PyTorch's in_msg_nelems x dtype size: an all-gather's
+// shard, a reduce-scatter's whole buffer); loom's own traces record an all-gather's gathered
+// output, so for the loom dialect it is divided by the world size (original in loom_bytes).
+// pg_name is parsed by ASTRA-sim as an integer communicator-group id (std::stoi, looked up in
+// --comm-group-configuration); it is written only for numeric group names, other names go to
+// loom_pg_name, and the default group has neither pg_name nor a group file (= all NPUs).
 //
 // CLI line the `loom` binary can add (src/loom/cli is owned elsewhere):
 //   loom trace export-chakra <trace dir> <out-prefix>   # reads every rank, writes prefix.<r>.et
@@ -58,6 +74,18 @@ struct ChakraOptions {
   bool compute_is_cpu_op = false;
   // Drop zero-duration nodes that have no dependency in or out (default true, as Chakra does).
   bool drop_isolated_zero_duration = true;
+  // Also write the same-lane predecessor into data_deps (default true: simulators such as
+  // ASTRA-sim order nodes by data_deps only). false keeps data_deps to the BW/comm/UPDATE rules.
+  bool lane_order_as_data_deps = true;
+  // Make each collective a data dep of the next one of the same process group (default true):
+  // a communicator runs its collectives in one order on every rank, and ASTRA-sim pairs the
+  // ranks' collectives by issue order, so an order the graph leaves open can differ between
+  // ranks there and the simulation stalls without finishing.
+  bool collectives_in_group_order = true;
+  // Split a BW span where a collective of another lane starts inside it (default true).
+  bool split_backward_at_collectives = true;
+  // Export unclassified "wait*" spans with duration 0 (default true; see above).
+  bool waits_as_sync = true;
 };
 
 // Chakra's comm_type for a collective; nullopt for kNone, kSend, kRecv and kOther (exported as

@@ -7,7 +7,10 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <memory>
+#include <string>
+#include <vector>
 
 namespace loom::trace::chakra {
 namespace {
@@ -74,6 +77,16 @@ T AttrOf(const Node& n, std::string_view name) {
 }
 using Ids = std::vector<uint64_t>;
 
+// Only the cross-lane BW -> comm -> UPDATE rules in data_deps: no lane order, no BW splitting,
+// no chaining of a group's collectives.
+ChakraOptions RulesOnly() {
+  ChakraOptions o;
+  o.lane_order_as_data_deps = false;
+  o.split_backward_at_collectives = false;
+  o.collectives_in_group_order = false;
+  return o;
+}
+
 ChakraTrace Build(const RankTrace& t, const ChakraOptions& o = {}) {
   Result<ChakraTrace> r = BuildChakraTrace(t, o);
   EXPECT_TRUE(r.ok()) << r.status();
@@ -97,7 +110,7 @@ RankTrace OneStep() {
 }
 
 TEST(ChakraExport, NodesAttributesAndDependencies) {
-  const ChakraTrace t = Build(OneStep());
+  const ChakraTrace t = Build(OneStep(), RulesOnly());
   ASSERT_EQ(t.nodes.size(), 6u);  // the ProfilerStep span only groups
   for (size_t i = 0; i < t.nodes.size(); ++i) EXPECT_EQ(t.nodes[i].id, i + 1);
   const Node& fw = Named(t, "forward");
@@ -117,7 +130,9 @@ TEST(ChakraExport, NodesAttributesAndDependencies) {
   EXPECT_EQ(ar.duration_micros, 130u);
   EXPECT_EQ(AttrOf<int64_t>(ar, "comm_type"), 0);  // ALL_REDUCE
   EXPECT_EQ(AttrOf<int64_t>(ar, "comm_size"), 4096);
-  EXPECT_EQ(AttrOf<std::string>(ar, "pg_name"), "default");
+  // ASTRA-sim std::stoi's pg_name: the default group has none (= all NPUs).
+  EXPECT_EQ(ar.FindAttr("pg_name"), nullptr);
+  EXPECT_EQ(AttrOf<std::string>(ar, "loom_pg_name"), "default");
   EXPECT_FALSE(AttrOf<bool>(ar, "is_cpu_op"));
   EXPECT_EQ(AttrOf<int64_t>(ar, "tid"), 1);
   // ctrl: previous node on the same lane.
@@ -247,7 +262,7 @@ RankTrace ChunkedAllReduce() {
 }
 
 TEST(ChakraExport, CollectiveGranularityFoldsChunks) {
-  const ChakraTrace t = Build(ChunkedAllReduce());
+  const ChakraTrace t = Build(ChunkedAllReduce(), RulesOnly());
   std::vector<std::string> names;
   for (const Node& n : t.nodes) names.push_back(n.name);
   EXPECT_EQ(names, (std::vector<std::string>{"bw", "allreduce", "update"}));
@@ -255,7 +270,7 @@ TEST(ChakraExport, CollectiveGranularityFoldsChunks) {
 }
 
 TEST(ChakraExport, PointToPointGranularityWritesSendRecv) {
-  ChakraOptions o;
+  ChakraOptions o = RulesOnly();
   o.granularity = CommGranularity::kPointToPoint;
   const ChakraTrace t = Build(ChunkedAllReduce(), o);
   EXPECT_FALSE(Has(t, "allreduce"));
@@ -321,7 +336,7 @@ TEST(ChakraExport, ManyStepsStayAcyclicWithBackwardEdgesOnly) {
     b.Add(EventKind::kUpdate, "update", ts + 150, 20).step = step;
     ts += 200;
   }
-  const ChakraTrace t = Build(b.Build());
+  const ChakraTrace t = Build(b.Build(), RulesOnly());
   EXPECT_EQ(t.nodes.size(), 20u * 10u);
   EXPECT_TRUE(ValidateChakraGraph(t).ok());
   size_t data_edges = 0;
@@ -334,6 +349,144 @@ TEST(ChakraExport, ManyStepsStayAcyclicWithBackwardEdgesOnly) {
   // Per step: 4 BW -> bucket edges; the UPDATE waits for the 2 buckets done when it starts, and
   // the 2 buckets still running then join the next step's UPDATE.
   EXPECT_EQ(data_edges, 20u * 4 + 20u * 2 + 19u * 2);
+}
+
+// ASTRA-sim's Chakra feeder (chakra src/feeder/et_feeder.cpp) frees a node when its data_deps
+// are done and ignores ctrl_deps: with loom's first export every FW/BW/UPDATE was issuable at
+// time 0 and the next step's compute ran under this step's communication.
+TEST(ChakraExport, DefaultsPutExecutionOrderIntoDataDepsForAstraSim) {
+  const ChakraTrace t = Build(OneStep());
+  std::vector<std::string> names;
+  for (const Node& n : t.nodes) names.push_back(n.name);
+  // bw2 is split where the allreduce of the comm lane starts (250 µs).
+  EXPECT_EQ(names, (std::vector<std::string>{"forward", "bw1", "bw2#0", "bw2#1", "gloo:all_reduce",
+                                             "Optimizer.step#SGD.step", "barrier"}));
+  const Node& fw = Named(t, "forward");
+  const Node& bw1 = Named(t, "bw1");
+  const Node& bw2a = Named(t, "bw2#0");
+  const Node& bw2b = Named(t, "bw2#1");
+  const Node& ar = Named(t, "gloo:all_reduce");
+  const Node& up = Named(t, "Optimizer.step#SGD.step");
+  EXPECT_EQ(bw2a.duration_micros, 50u);
+  EXPECT_EQ(bw2b.start_time_micros, 250u);
+  EXPECT_EQ(bw2b.duration_micros, 50u);
+  EXPECT_EQ(AttrOf<std::string>(bw2b, "loom_kind"), "BW");
+  EXPECT_EQ(fw.data_deps, Ids{});
+  EXPECT_EQ(bw1.data_deps, Ids{fw.id});
+  EXPECT_EQ(bw2a.data_deps, Ids{bw1.id});
+  EXPECT_EQ(bw2b.data_deps, Ids{bw2a.id});
+  EXPECT_EQ(ar.data_deps, Ids{bw2a.id});  // the backward time before the bucket started
+  EXPECT_EQ(up.data_deps, (Ids{bw2b.id, ar.id}));
+  EXPECT_EQ(Named(t, "barrier").data_deps, Ids{ar.id});
+  // Every node's same-lane predecessor is a data dep, and ctrl_deps are unchanged.
+  std::map<int64_t, uint64_t> last;
+  for (const Node& n : t.nodes) {
+    const int64_t lane = AttrOf<int64_t>(n, "tid");
+    if (last.count(lane)) {
+      EXPECT_NE(std::find(n.data_deps.begin(), n.data_deps.end(), last[lane]), n.data_deps.end())
+          << n.name;
+      EXPECT_EQ(n.ctrl_deps, Ids{last[lane]}) << n.name;
+    }
+    last[lane] = n.id;
+  }
+  EXPECT_TRUE(ValidateChakraGraph(t).ok());
+}
+
+TEST(ChakraExport, BackwardSplitAtEachCollectiveOfAnotherLane) {
+  Builder b(0);
+  b.Add(EventKind::kForward, "fw", 0, 100);
+  b.Add(EventKind::kBackward, "bw", 100, 300);
+  b.Add(EventKind::kComm, "rs", 200, 50, 1, CollectiveOp::kReduceScatter).seq = 0;
+  b.Add(EventKind::kComm, "rs", 300, 150, 1, CollectiveOp::kReduceScatter).seq = 1;
+  b.Add(EventKind::kUpdate, "update", 460, 10);
+  const ChakraTrace t = Build(b.Build());
+  std::vector<std::string> names;
+  for (const Node& n : t.nodes) names.push_back(n.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"fw", "bw#0", "bw#1", "rs", "bw#2", "rs", "update"}));
+  const Node& rs0 = t.nodes[3];
+  const Node& rs1 = t.nodes[5];
+  EXPECT_EQ(Named(t, "bw#0").duration_micros, 100u);
+  EXPECT_EQ(Named(t, "bw#1").duration_micros, 100u);
+  EXPECT_EQ(Named(t, "bw#2").duration_micros, 100u);
+  EXPECT_EQ(rs0.data_deps, Ids{Named(t, "bw#0").id});
+  EXPECT_EQ(rs1.data_deps, (Ids{rs0.id, Named(t, "bw#1").id}));
+  EXPECT_EQ(Named(t, "update").data_deps, (Ids{Named(t, "bw#2").id, rs0.id, rs1.id}));
+  // Unsplit, the first bucket would follow no backward at all (only its lane predecessor).
+  ChakraOptions whole;
+  whole.split_backward_at_collectives = false;
+  const ChakraTrace u = Build(b.Build(), whole);
+  ASSERT_EQ(u.nodes.size(), 5u);
+  EXPECT_EQ(u.nodes[2].name, "rs");
+  EXPECT_EQ(u.nodes[2].data_deps, Ids{});
+}
+
+// ASTRA-sim pairs the ranks' collectives by issue order; left open, the order can differ between
+// ranks there (a bucket of step k+1 ready before step k's all-gathers on one rank) and the
+// simulation ends without any NPU finishing. So a group's collectives are chained.
+TEST(ChakraExport, CollectivesOfOneGroupAreChainedAcrossLanes) {
+  Builder b(0);
+  b.Add(EventKind::kBackward, "bw", 0, 10);
+  b.Add(EventKind::kComm, "rs", 10, 20, 1, CollectiveOp::kReduceScatter).seq = 0;
+  b.Add(EventKind::kUpdate, "optimizer", 30, 40);
+  b.Add(EventKind::kComm, "ag", 40, 20, 0, CollectiveOp::kAllGather).seq = 1;
+  b.Add(EventKind::kComm, "other_group", 45, 5, 2, CollectiveOp::kAllReduce).group = b.Intern("7");
+  b.Add(EventKind::kBackward, "bw_next", 80, 10);
+  b.Add(EventKind::kComm, "rs_next", 90, 20, 1, CollectiveOp::kReduceScatter).seq = 2;
+  const ChakraTrace t = Build(b.Build());
+  const Node& rs = Named(t, "rs");
+  const Node& ag = Named(t, "ag");
+  const Node& rs_next = Named(t, "rs_next");
+  // The all-gather on the main lane follows the comm lane's reduce-scatter of its group.
+  EXPECT_NE(std::find(ag.data_deps.begin(), ag.data_deps.end(), rs.id), ag.data_deps.end());
+  // The next step's bucket (comm lane) follows the main lane's all-gather.
+  EXPECT_EQ(rs_next.data_deps, (Ids{rs.id, ag.id, Named(t, "bw_next").id}));
+  EXPECT_EQ(Named(t, "other_group").data_deps, Ids{});
+  ChakraOptions open;
+  open.collectives_in_group_order = false;
+  EXPECT_EQ(Named(Build(b.Build(), open), "rs_next").data_deps,
+            (Ids{Named(t, "rs").id, Named(t, "bw_next").id}));
+}
+
+TEST(ChakraExport, WaitSpansBecomeZeroDurationSyncPoints) {
+  Builder b(0);
+  b.Add(EventKind::kBackward, "backward", 0, 10);
+  b.Add(EventKind::kComm, "reduce_scatter", 10, 50, 1, CollectiveOp::kReduceScatter).seq = 0;
+  b.Add(EventKind::kOther, "wait_grad_sync", 12, 48);
+  b.Add(EventKind::kUpdate, "optimizer", 60, 10);
+  const ChakraTrace t = Build(b.Build());
+  const Node& wait = Named(t, "wait_grad_sync");
+  EXPECT_EQ(wait.type, NodeType::kComp);
+  EXPECT_EQ(wait.duration_micros, 0u);  // ASTRA-sim must not replay the wait as compute
+  EXPECT_EQ(AttrOf<int64_t>(wait, "loom_wait_us"), 48);
+  EXPECT_EQ(Named(t, "optimizer").data_deps,
+            (Ids{wait.id, Named(t, "reduce_scatter").id}));  // the wait is the collective dep
+  ChakraOptions keep;
+  keep.waits_as_sync = false;
+  EXPECT_EQ(Named(Build(b.Build(), keep), "wait_grad_sync").duration_micros, 48u);
+}
+
+TEST(ChakraExport, CommSizeIsPerRankInputAndPgNameOnlyWhenNumeric) {
+  Builder b(0);
+  TraceEvent& ag = b.Add(EventKind::kComm, "allgather", 0, 10, 1, CollectiveOp::kAllGather);
+  ag.bytes = 150144;  // loom records the gathered output
+  ag.group = b.Intern("3");
+  TraceEvent& rs = b.Add(EventKind::kComm, "rs", 20, 10, 1, CollectiveOp::kReduceScatter);
+  rs.bytes = 186624;  // a reduce-scatter's input is the whole buffer
+  rs.group = b.Intern("tp");
+  RankTrace loom = b.Build();
+  loom.dialect = ingest::Dialect::kLoom;
+  const ChakraTrace t = Build(loom);
+  EXPECT_EQ(AttrOf<int64_t>(Named(t, "allgather"), "comm_size"), 150144 / 2);
+  EXPECT_EQ(AttrOf<int64_t>(Named(t, "allgather"), "loom_bytes"), 150144);
+  EXPECT_EQ(AttrOf<std::string>(Named(t, "allgather"), "pg_name"), "3");
+  EXPECT_EQ(AttrOf<int64_t>(Named(t, "rs"), "comm_size"), 186624);
+  EXPECT_EQ(Named(t, "rs").FindAttr("loom_bytes"), nullptr);
+  EXPECT_EQ(Named(t, "rs").FindAttr("pg_name"), nullptr);
+  EXPECT_EQ(AttrOf<std::string>(Named(t, "rs"), "loom_pg_name"), "tp");
+  // Kineto traces already give the input (In msg nelems): unchanged.
+  RankTrace kineto = b.Build();
+  kineto.dialect = ingest::Dialect::kKineto;
+  EXPECT_EQ(AttrOf<int64_t>(Named(Build(kineto), "allgather"), "comm_size"), 150144);
 }
 
 TEST(ChakraExport, WritesPerRankFilesWithSharedOriginAndReadsThemBack) {
