@@ -2,7 +2,10 @@
 # `loom bench overlap --quick` on tiny shapes: two rank processes, every op (AG+GEMM, GEMM+RS,
 # MoE uniform/Zipf) at R=1 and the unlimited negative control, no peers. The table is printed
 # (with the modelled-link and negative-control statements) and the JSON summary has the issue's
-# keys with finite values. A bad --ops value is a usage error.
+# keys with finite values. A bad --ops value is a usage error. Then the decomposed Gloo peer
+# (`loom bench overlap-peer --impl gloo_decomposed`, two local ranks over loopback TCP, odd
+# shapes) for every op: its output must equal the local reference (the command fails otherwise)
+# and the JSON must record the result check and the decomposed schedule's statistics.
 source "$(dirname "$0")/lib.sh"
 out=$SCRATCH/out.txt
 json=$SCRATCH/overlap.json
@@ -46,4 +49,33 @@ rc=$?
 set -e
 [ "$rc" -eq 2 ] || { cat "$out"; fail "a bad --ops value should exit 2, got $rc"; }
 expect_contains "$out" "nope" "the error names the bad op"
+set -e
+
+# Decomposed Gloo peer: unbound-buffer Isend/Irecv per chunk, GEMM panels of 8 rows (37 rows per
+# shard: a short last panel), every op; MoE with Zipf routing over 4 experts.
+peer_args=(--impl gloo_decomposed --trials 2 --warmup 1 --panel-rows 8 --m-shard 37 --k 19
+           --n 23 --experts 4 --topk 2 --hidden 24 --ffn 40 --tokens 53 --routing zipf)
+for op in ag_gemm gemm_rs moe; do
+  timeout 120 "$LOOM" bench overlap-peer --op "$op" "${peer_args[@]}" \
+    --json "$SCRATCH/peer_$op.json" > "$out" 2>&1 ||
+    { cat "$out"; fail "overlap-peer $op gloo_decomposed failed (or differs from the reference)"; }
+  expect_contains "$out" "gloo_decomposed" "the peer's one-line summary"
+done
+/usr/bin/python3 - "$SCRATCH" <<'PY' || fail "gloo_decomposed peer JSON wrong (see above)"
+import json, math, sys
+for op in ["ag_gemm", "gemm_rs", "moe"]:
+    doc = json.load(open(f"{sys.argv[1]}/peer_{op}.json"))
+    assert doc["op"] == op and doc["impl"] == "gloo_decomposed", doc["impl"]
+    assert doc["transport"] == "gloo", doc["transport"]
+    v = doc["verify"]
+    assert v["ok"] and 0 <= v["max_rel_err"] <= v["tolerance"] == 1e-4, v
+    d = doc["decomposed"]
+    assert d["progress"].startswith("transport thread"), d
+    assert d["test_between_panels"] is False, d
+    assert len(d["per_trial_wait_s"]) == 2 and all(w >= 0 for w in d["per_trial_wait_s"]), d
+    assert d["per_trial_tests_rank0"] == [0, 0], d  # nothing polled: Gloo has no Test()
+    assert all(0 <= f <= 1 for f in d["per_trial_chunks_ready_fraction_rank0"]), d
+    assert all(t > 0 and math.isfinite(t) for t in doc["per_trial"]["t_x_s"]), doc["per_trial"]
+print("gloo_decomposed peers ok")
+PY
 echo PASS

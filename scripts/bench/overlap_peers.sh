@@ -5,9 +5,9 @@
 # `loom bench overlap-peer` (src/loom/cli/cmd_bench_overlap_peer.cc).
 #
 #   scripts/bench/overlap_peers.sh --rate-mbps 200,400 --out /tmp/peers [--op ag_gemm,gemm_rs,moe]
-#       [--impl mpi,mpi_decomposed,gloo] [--shape 512,2048,512] [--routing uniform,zipf]
-#       [--quick] [--loom build/src/loom/cli/loom] [--mpi-mca "--mca btl_tcp_links 2"]
-#       [-- extra overlap-peer flags]
+#       [--impl mpi,mpi_decomposed,gloo,gloo_decomposed] [--shape 512,2048,512]
+#       [--routing uniform,zipf] [--quick] [--loom build/src/loom/cli/loom]
+#       [--mpi-mca "--mca btl_tcp_links 2"] [-- extra overlap-peer flags]
 #
 # A rate of 0 means an unshaped veth (the negative control).
 #
@@ -29,7 +29,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 source "$root/scripts/testbed/netns_pair.sh"
 
-rates="" out="" ops="ag_gemm,gemm_rs,moe" impls="mpi,mpi_decomposed,gloo" shape="512,2048,512"
+rates="" out="" ops="ag_gemm,gemm_rs,moe" shape="512,2048,512"
+impls="mpi,mpi_decomposed,gloo,gloo_decomposed"
 routings="uniform,zipf" quick=0 loom="$root/build/src/loom/cli/loom" mpi_mca="" arm_timeout=900
 usage() {
   sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//' >&2
@@ -179,7 +180,7 @@ for rate in "${rate_list[@]}"; do
         rc=0
         case "$impl" in
           mpi|mpi_decomposed) run_mpi "$json" "${all[@]}" || rc=$? ;;
-          gloo) run_gloo "$json" "${all[@]}" || rc=$? ;;
+          gloo|gloo_decomposed) run_gloo "$json" "${all[@]}" || rc=$? ;;
           *) echo "overlap_peers.sh: unknown impl $impl" >&2; rc=2 ;;
         esac
         if [ "$rc" != 0 ]; then

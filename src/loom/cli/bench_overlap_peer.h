@@ -5,10 +5,12 @@
 // cmd_bench_overlap_peer.cc) and the two transports:
 //
 //   PeerComm   - the collectives the ops need (all-gather, reduce-scatter, all-to-allv, a max
-//                all-reduce for timings) plus, for the decomposed MPI variant, nonblocking
-//                point-to-point requests that only progress inside Test()/Wait() calls.
+//                all-reduce for timings) plus, for the decomposed variants, nonblocking
+//                point-to-point requests: MPI's progress only inside Test()/Wait() calls, Gloo's
+//                in its TCP device thread (BackgroundProgress(); Gloo has no Test()).
 //   MakeMpiPeerComm  (bench_overlap_peer_mpi.cc; stand-in when loom is built without MPI)
-//   MakeGlooPeerComm (bench_overlap_peer_gloo.cc, Gloo's own algorithms on loom's connections)
+//   MakeGlooPeerComm (bench_overlap_peer_gloo.cc, Gloo's own algorithms on loom's connections,
+//                     unbound-buffer send/recv for the decomposed variant)
 //
 // Thread-safety: a PeerComm is used by one thread (the rank's main thread) only.
 #pragma once
@@ -45,8 +47,8 @@ class PeerComm {
   virtual Status AllReduceMax(double* data, size_t n) = 0;
   virtual Status Barrier() = 0;
 
-  // Nonblocking point-to-point for the decomposed variant. Requests are small integer handles
-  // valid until Wait()/a true Test(). kUnimplemented where the transport has none (Gloo here).
+  // Nonblocking point-to-point for the decomposed variants. Requests are small integer handles
+  // valid until Wait()/a true Test(). kUnimplemented where the transport has none.
   virtual Result<int> Isend(const float* data, size_t count, int peer, int tag) {
     return UnimplementedError(name() + " has no nonblocking send in this benchmark");
   }
@@ -54,7 +56,11 @@ class PeerComm {
     return UnimplementedError(name() + " has no nonblocking receive in this benchmark");
   }
   // Drives progress once; true when `request` has completed (it is then released).
+  // kUnimplemented where BackgroundProgress() (a transport that cannot poll a request).
   virtual Result<bool> Test(int request) { return UnimplementedError("Test"); }
+  // True when posted transfers progress without Test() calls (Gloo: its TCP device thread moves
+  // the bytes); the decomposed variants then skip polling between GEMM panels.
+  virtual bool BackgroundProgress() const { return false; }
   virtual Status Wait(int request) { return UnimplementedError("Wait"); }
 };
 
@@ -62,7 +68,8 @@ class PeerComm {
 // built without MPI or the process was not started by mpirun.
 Result<std::unique_ptr<PeerComm>> MakeMpiPeerComm();
 // Gloo over loom's launcher world (LOOM_RANK, LOOM_STORE, LOOM_HOST_ADDR...): Gloo's ring
-// all-gather, halving-doubling reduce-scatter and alltoallv.
+// all-gather, halving-doubling reduce-scatter and alltoallv; Isend/Irecv/Wait on Gloo unbound
+// buffers (through loom's GlooTransport), no Test().
 Result<std::unique_ptr<PeerComm>> MakeGlooPeerComm();
 
 }  // namespace loom::cli

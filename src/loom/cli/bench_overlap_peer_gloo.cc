@@ -1,19 +1,29 @@
 // Gloo transport of `loom bench overlap-peer`: Gloo's own algorithms (ring all-gather,
 // halving-doubling reduce-scatter, alltoallv) on the Gloo context of loom's TCP communicator,
 // connected through loom's launcher world (LOOM_RANK, LOOM_STORE, LOOM_HOST_ADDR, ...).
+// The decomposed variant's Isend/Irecv are Gloo unbound-buffer send/recv (loom's GlooTransport
+// PostSend/PostRecv) on slots of their own; Gloo's TCP device thread moves the bytes while the
+// rank computes, so nothing needs polling. Gloo has no nonblocking test: a timed wait that
+// expires poisons the whole context ("Application timeout caused pair closure"), so Test() is
+// kUnimplemented and Wait() is the only completion check.
 #include <gloo/alltoallv.h>
 #include <gloo/common/error.h>
 
+#include <chrono>
+#include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <tuple>
 #include <vector>
 
+#include "loom/base/clock.h"
 #include "loom/base/tensor_view.h"
 #include "loom/cli/bench_overlap_peer.h"
 #include "loom/cli/rank_setup.h"
 #include "loom/comm/gloo/gloo_native.h"
 #include "loom/comm/gloo/gloo_transport_internal.h"
+#include "loom/comm/transport.h"
 
 namespace loom::cli {
 namespace {
@@ -60,7 +70,36 @@ class GlooPeerComm final : public PeerComm {
   }
   Status Barrier() override { return ctx_.comm->Barrier(); }
 
+  Result<int> Isend(const float* data, size_t count, int peer, int tag) override {
+    return Keep(ctx_.comm->transport()->PostSend(data, count * sizeof(float), peer, Slot(tag)));
+  }
+  Result<int> Irecv(float* data, size_t count, int peer, int tag) override {
+    return Keep(ctx_.comm->transport()->PostRecv(data, count * sizeof(float), peer, Slot(tag)));
+  }
+  Result<bool> Test(int) override {
+    return UnimplementedError(
+        "gloo has no nonblocking test (a timed wait that expires closes every pair); use Wait");
+  }
+  Status Wait(int request) override {
+    auto it = pending_.find(request);
+    if (it == pending_.end()) return InvalidArgumentError("unknown gloo request handle");
+    Status s = it->second->Wait(DeadlineAfter(kWaitTimeout));
+    pending_.erase(it);
+    return s;
+  }
+  bool BackgroundProgress() const override { return true; }
+
  private:
+  // Point-to-point slots of this benchmark: top byte 0xB7 keeps them apart from loom's
+  // communicator (0xC0) and from Gloo's own algorithms (small slot numbers).
+  static uint64_t Slot(int tag) { return (uint64_t{0xB7} << 56) | static_cast<uint32_t>(tag); }
+  static constexpr std::chrono::milliseconds kWaitTimeout{300000};
+
+  int Keep(std::unique_ptr<comm::PendingOp> op) {
+    pending_.emplace(next_handle_, std::move(op));
+    return next_handle_++;
+  }
+
   // Gloo's classic algorithms register their buffers once; keep one per (algorithm, buffers).
   Result<comm::GlooNativeCollective*> Cached(const char* algorithm, const float* in, float* out,
                                              size_t total) {
@@ -76,6 +115,8 @@ class GlooPeerComm final : public PeerComm {
   }
 
   RankContext ctx_;
+  int next_handle_ = 0;                                      // handles are never reused
+  std::map<int, std::unique_ptr<comm::PendingOp>> pending_;  // posted, not yet waited for
   std::map<std::tuple<std::string, const float*, float*, size_t>,
            std::unique_ptr<comm::GlooNativeCollective>>
       cache_;

@@ -42,11 +42,12 @@ struct BenchOverlapArgs {
   bool tiny = false;
   double max_steal = 0.25;
   int64_t moe_tokens = 0;
+  bool calibrate_once = false;  // one t_comp calibration per workload instead of one per arm
   std::string json;
   std::string svg;
   std::string peers = "auto";
   bool peers_quick = false;
-  std::string peer_impls = "mpi,mpi_decomposed,gloo";
+  std::string peer_impls = "mpi,mpi_decomposed,gloo,gloo_decomposed";
   std::string peers_script = std::string(LOOM_SOURCE_DIR) + "/scripts/bench/overlap_peers.sh";
   std::string dir;
   std::string from_dir;  // re-render from a previous run's --dir (no ranks, no peer runs)
@@ -85,6 +86,7 @@ Result<OverlapBenchConfig> MakeConfig(const BenchOverlapArgs& a) {
   c.tiny = a.tiny;
   c.max_steal = a.max_steal;
   c.moe_tokens = a.moe_tokens;
+  c.calibrate_each_arm = !a.calibrate_once;
   LOOM_RETURN_IF_ERROR(overlap::ValidateConfig(c));
   return c;
 }
@@ -322,6 +324,9 @@ void RegisterBenchOverlap(CLI::App& bench, CliContext* ctx) {
                   "drop (and count) trials whose CPU steal fraction exceeds this");
   cmd->add_option("--moe-tokens", a->moe_tokens,
                   "MoE tokens per rank (0: the issue's 4096; --quick: 1024)");
+  cmd->add_flag("--calibrate-once", a->calibrate_once,
+                "size every arm's link from the workload's one t_comp calibration (default: "
+                "re-measure t_comp before each paced arm, so R follows the current GEMM speed)");
   cmd->add_option("--json", a->json, "write results as JSON");
   cmd->add_option("--svg", a->svg, "write the R sweep (speedup over sequential vs R) as SVG");
   cmd->add_option("--peers", a->peers,

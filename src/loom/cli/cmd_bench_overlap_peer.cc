@@ -10,8 +10,10 @@
 //
 // Impls: mpi (MPI collective then GEMM), mpi_decomposed (MPI_Isend/Irecv per peer chunk with
 // MPI_Test between GEMM panels of --panel-rows rows, own chunk first), gloo (Gloo's collective
-// then GEMM). The mpi impls run under mpirun, gloo under loom's launcher world; both normally
-// across two tbf-shaped namespaces (scripts/bench/overlap_peers.sh). Compute: OpenBLAS
+// then GEMM), gloo_decomposed (the same decomposed schedule on Gloo unbound-buffer send/recv;
+// Gloo's TCP device thread progresses the transfers, so there is nothing to poll between
+// panels). The mpi impls run under mpirun, the gloo impls under loom's launcher world; both
+// normally across two tbf-shaped namespaces (scripts/bench/overlap_peers.sh). Compute: OpenBLAS
 // cblas_sgemm on one thread. The op's result is checked once against a local reference.
 #include <cblas.h>
 
@@ -46,7 +48,7 @@ namespace {
 
 struct PeerArgs {
   std::string op = "ag_gemm";  // ag_gemm | gemm_rs | moe
-  std::string impl = "mpi";    // mpi | mpi_decomposed | gloo
+  std::string impl = "mpi";    // mpi | mpi_decomposed | gloo | gloo_decomposed
   int64_t m_shard = 512;       // rows per rank (ag_gemm, gemm_rs)
   int64_t k = 2048;
   int64_t n = 512;             // N_local
@@ -66,6 +68,13 @@ struct PeerArgs {
 };
 
 constexpr double kTolerance = 1e-4;  // max |got - ref| / max |ref|
+// A chunk whose Wait() returns within this counts as ready (transports without Test()).
+constexpr double kReadyWaitS = 100e-6;
+
+bool IsGloo(const std::string& impl) { return impl.rfind("gloo", 0) == 0; }
+bool IsDecomposed(const std::string& impl) {
+  return impl == "mpi_decomposed" || impl == "gloo_decomposed";
+}
 
 uint64_t Mix(uint64_t x) {
   x += 0x9e3779b97f4a7c15ULL;
@@ -101,13 +110,15 @@ double MaxRelErr(const float* got, const float* ref, size_t n) {
 
 // What the decomposed variant saw in one run.
 struct DecompStats {
-  double wait_s = 0;      // time blocked in Wait() for peer data
-  int64_t tests = 0;      // Test() calls between panels
-  int chunks_ready = 0;   // peer chunks already complete when the GEMM reached them
+  double wait_s = 0;     // time blocked in Wait() for peer data
+  int64_t tests = 0;     // Test() calls between panels
+  int chunks_ready = 0;  // peer chunks already complete when the GEMM reached them (without
+                         // Test(): Wait() returned within kReadyWaitS)
   int chunks = 0;
 };
 
-// Outstanding nonblocking requests; Poll() is the MPI_Test between panels.
+// Outstanding nonblocking requests; Poll() is the MPI_Test between panels (nothing where the
+// transport progresses in the background).
 class Requests {
  public:
   explicit Requests(PeerComm& c, DecompStats* st) : c_(c), st_(st) {}
@@ -117,6 +128,7 @@ class Requests {
     return *r;
   }
   Status Poll() {
+    if (c_.BackgroundProgress()) return OkStatus();
     for (int& h : open_) {
       if (h < 0) continue;
       ++st_->tests;
@@ -133,11 +145,16 @@ class Requests {
       ++st_->chunks_ready;
       return OkStatus();
     }
-    LOOM_ASSIGN_OR_RETURN(bool done, c_.Test(h));
+    bool done = false;
+    if (!c_.BackgroundProgress()) {
+      LOOM_ASSIGN_OR_RETURN(done, c_.Test(h));
+    }
     if (!done) {
       const int64_t t0 = NowNanos();
       LOOM_RETURN_IF_ERROR(c_.Wait(h));
-      st_->wait_s += static_cast<double>(NowNanos() - t0) * 1e-9;
+      const double waited = static_cast<double>(NowNanos() - t0) * 1e-9;
+      st_->wait_s += waited;
+      if (c_.BackgroundProgress() && waited < kReadyWaitS) ++st_->chunks_ready;
     } else {
       ++st_->chunks_ready;
     }
@@ -574,14 +591,14 @@ Result<std::unique_ptr<PeerOp>> MakeOp(PeerComm& c, const PeerArgs& a) {
 Status RunPeer(const PeerArgs& a) {
   openblas_set_num_threads(1);
   std::unique_ptr<PeerComm> comm;
-  if (a.impl == "gloo") {
+  if (IsGloo(a.impl)) {
     LOOM_ASSIGN_OR_RETURN(comm, MakeGlooPeerComm());
   } else {
     LOOM_ASSIGN_OR_RETURN(comm, MakeMpiPeerComm());
   }
   PeerComm& c = *comm;
   LOOM_ASSIGN_OR_RETURN(auto op, MakeOp(c, a));
-  const bool decomposed = a.impl == "mpi_decomposed";
+  const bool decomposed = IsDecomposed(a.impl);
   const int n = a.trials;
   // Per trial: t_comm, t_comp, t_x, wait (decomposed), chunks ready / chunks, tests.
   std::vector<double> tc, tp, tx, tw, ready, tests;
@@ -669,8 +686,13 @@ Status RunPeer(const PeerArgs& a) {
       {"verify", {{"max_rel_err", err}, {"tolerance", kTolerance}, {"ok", true}}},
   };
   if (decomposed) {
+    const bool background = c.BackgroundProgress();
     j["decomposed"] = {{"panel_rows", a.panel_rows},
-                       {"test_between_panels", a.test_between_panels},
+                       {"progress", background ? "transport thread (no polling between panels)"
+                                               : "Test() between panels"},
+                       {"test_between_panels", a.test_between_panels && !background},
+                       {"ready_rule", background ? "Wait() returned within 100 us"
+                                                 : "Test() true before Wait()"},
                        {"per_trial_wait_s", tw},
                        {"per_trial_chunks_ready_fraction_rank0", ready},
                        {"per_trial_tests_rank0", tests},
@@ -695,8 +717,9 @@ void RegisterBenchOverlapPeer(CLI::App& bench, CliContext* ctx) {
   auto a = std::make_shared<PeerArgs>();
   cmd->add_option("--op", a->op, "ag_gemm | gemm_rs | moe")
       ->check(CLI::IsMember({"ag_gemm", "gemm_rs", "moe"}));
-  cmd->add_option("--impl", a->impl, "mpi | mpi_decomposed (under mpirun) | gloo (loom world)")
-      ->check(CLI::IsMember({"mpi", "mpi_decomposed", "gloo"}));
+  cmd->add_option("--impl", a->impl,
+                  "mpi | mpi_decomposed (under mpirun) | gloo | gloo_decomposed (loom world)")
+      ->check(CLI::IsMember({"mpi", "mpi_decomposed", "gloo", "gloo_decomposed"}));
   cmd->add_option("--m-shard", a->m_shard, "rows per rank (ag_gemm, gemm_rs)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   cmd->add_option("--k", a->k, "K")->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
@@ -714,7 +737,7 @@ void RegisterBenchOverlapPeer(CLI::App& bench, CliContext* ctx) {
       ->check(CLI::IsMember({"uniform", "zipf"}));
   cmd->add_option("--trials", a->trials, "timed trials")->check(CLI::Range(1, 10000));
   cmd->add_option("--warmup", a->warmup, "untimed trials first")->check(CLI::Range(0, 10000));
-  cmd->add_option("--panel-rows", a->panel_rows, "mpi_decomposed: rows per GEMM panel")
+  cmd->add_option("--panel-rows", a->panel_rows, "decomposed impls: rows per GEMM panel")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   cmd->add_option("--test-between-panels", a->test_between_panels,
                   "mpi_decomposed: call MPI_Test between panels (false: progress only in Wait)");
@@ -722,11 +745,11 @@ void RegisterBenchOverlapPeer(CLI::App& bench, CliContext* ctx) {
   cmd->add_option("--rate-mbps", a->rate_mbps, "link rate to record in the JSON (not applied)");
   cmd->add_option("--json", a->json, "write the result (rank 0) as JSON");
   cmd->callback([a, ctx] {
-    if (a->impl == "gloo" && !UnderLauncher()) {  // unshaped convenience run: 2 local ranks
+    if (IsGloo(a->impl) && !UnderLauncher()) {  // unshaped convenience run: 2 local ranks
       ctx->exit_code = RelaunchAsRanks(ctx->argv, 2, "loom bench overlap-peer");
       return;
     }
-    if (a->impl != "gloo" && std::getenv("OMPI_COMM_WORLD_RANK") == nullptr) {
+    if (!IsGloo(a->impl) && std::getenv("OMPI_COMM_WORLD_RANK") == nullptr) {
       std::fprintf(stderr, "loom bench overlap-peer: --impl %s runs under mpirun (2 ranks), e.g. "
                            "via scripts/bench/overlap_peers.sh\n", a->impl.c_str());
       ctx->exit_code = kExitUsage;

@@ -65,7 +65,8 @@ nlohmann::json OverlapBenchConfig::ToJson() const {
           {"warmup", warmup},       {"world", world},
           {"quick", quick},         {"tiny", tiny},
           {"max_steal", max_steal}, {"calibration_reps", calibration_reps},
-          {"tile_rows", tile_rows}, {"moe_tokens", moe_tokens}};
+          {"tile_rows", tile_rows}, {"moe_tokens", moe_tokens},
+          {"calibrate_each_arm", calibrate_each_arm}};
 }
 
 Result<OverlapBenchConfig> OverlapBenchConfig::FromJson(const nlohmann::json& j) {
@@ -87,6 +88,7 @@ Result<OverlapBenchConfig> OverlapBenchConfig::FromJson(const nlohmann::json& j)
     c.calibration_reps = j.at("calibration_reps");
     c.tile_rows = j.at("tile_rows");
     c.moe_tokens = j.value("moe_tokens", int64_t{0});
+    c.calibrate_each_arm = j.value("calibrate_each_arm", true);
   } catch (const nlohmann::json::exception& e) {
     return InvalidArgumentError(std::string("bench overlap config: ") + e.what());
   }

@@ -64,6 +64,10 @@ struct OverlapBenchConfig {
   double max_steal = 0.25;  // trials whose /proc/stat steal fraction exceeds this are dropped
                             // (counted and printed); default 0.25
   int32_t calibration_reps = 5;  // RunComputeOnly calls whose median calibrates t_comp; default 5
+  // Re-measure t_comp before every paced arm and size that arm's B from it, so R follows the
+  // GEMM speed of the moment on a shared machine (t_comp drifted 2-3x between the workload's
+  // one calibration and later arms). false: one calibration per workload. Default true.
+  bool calibrate_each_arm = true;
   int64_t moe_tokens = 0;        // MoE tokens per rank; 0 = the workload default (4096); default 0
   int64_t tile_rows = 64;        // OpConfig::tile_rows of every op; default 64
 

@@ -83,9 +83,12 @@ TEST(BenchConfig, WorkloadsVariantsAndRoundTrip) {
   EXPECT_EQ(v[7].splits, 4);
   c.quick = true;
   c.ratios = {1};
+  EXPECT_TRUE(c.calibrate_each_arm);  // default: re-measure t_comp before every paced arm
+  c.calibrate_each_arm = false;
   auto back = OverlapBenchConfig::FromJson(c.ToJson());
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_TRUE(back->quick);
+  EXPECT_FALSE(back->calibrate_each_arm);
   EXPECT_EQ(back->ratios, std::vector<double>{1});
   EXPECT_EQ(MakeWorkloads(*back).size(), 4u);
   c.splits = {0};
@@ -252,7 +255,7 @@ namespace {
 TEST(BenchWorker, TwoProcessesTinyEndToEnd) {
   OverlapBenchConfig c;
   c.tiny = true;
-  c.ratios = {1};
+  c.ratios = {1, 2};
   c.splits = {2};
   c.trials = 2;
   c.warmup = 0;
@@ -289,7 +292,7 @@ TEST(BenchWorker, TwoProcessesTinyEndToEnd) {
   ASSERT_TRUE(report.ok()) << report.status();
   ASSERT_EQ((*report)["workloads"].size(), 4u);
   for (const json& w : (*report)["workloads"]) {
-    ASSERT_EQ(w["arms"].size(), 2u);  // R=1, unlimited
+    ASSERT_EQ(w["arms"].size(), 3u);  // R=1, R=2, unlimited
     for (const json& arm : w["arms"]) {
       for (const char* v : {"sequential", "decomposed", "fused_s2", "auto"}) {
         const json& t = arm["metrics"]["variants"][v]["t_x_s"]["median"];
@@ -299,6 +302,17 @@ TEST(BenchWorker, TwoProcessesTinyEndToEnd) {
     }
     // R=1 arm: the measured ratio is in the right ballpark (a loose bound: noisy machine).
     EXPECT_GT(w["arms"][0]["bytes_per_second"].get<double>(), 0);
+    // Each paced arm sizes B from its own calibration: B · R · t_comp(arm) = the link bytes of
+    // one call, the same for both arms (their t_comp calibrations differ).
+    double link_bytes[2];
+    for (int i = 0; i < 2; ++i) {
+      const json& arm = w["arms"][i];
+      ASSERT_TRUE(arm["calibration_t_comp_s"].is_number()) << arm["label"];
+      EXPECT_GT(arm["calibration_t_comp_s"].get<double>(), 0);
+      link_bytes[i] = arm["bytes_per_second"].get<double>() * arm["ratio"].get<double>() *
+                      arm["calibration_t_comp_s"].get<double>();
+    }
+    EXPECT_NEAR(link_bytes[0], link_bytes[1], 1e-6 * link_bytes[0]) << w["workload"]["name"];
   }
   json summary = BuildOverlapSummary(*report, 1.0);
   std::printf("%s\n", FormatOverlapReport(*report, summary).c_str());

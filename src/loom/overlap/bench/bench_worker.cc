@@ -338,16 +338,24 @@ Result<json> RunWorkload(Runtime* rt, const BenchWorkload& w, const OverlapBench
               {"calibration", {{"t_comp_s", cal.t_comp_s}, {"link_bytes", cal.link_bytes}}},
               {"arms", json::array()}};
   for (const BenchVariant& v : variants) out["variants"].push_back(v.Name());
-  for (double r : c.ratios) {
+  for (size_t i = 0; i < c.ratios.size(); ++i) {
+    const double r = c.ratios[i];
+    // The first arm follows the workload's calibration directly; later ones re-measure t_comp
+    // (unless calibrate_each_arm is off) so that B tracks the machine's current GEMM speed.
+    Calibration arm_cal = cal;
+    if (c.calibrate_each_arm && i > 0) {
+      LOOM_ASSIGN_OR_RETURN(arm_cal, Calibrate(rt, w, ref, c, &d));
+    }
     LinkOptions link;
     link.mode = LinkMode::kCopy;
     // B = link_bytes / (R · t_comp): the closed-form helper with flops = t_comp · flops_per_s.
-    link.bytes_per_second = LinkBandwidthForRatio(cal.link_bytes, cal.t_comp_s, 1.0, r);
+    link.bytes_per_second = LinkBandwidthForRatio(arm_cal.link_bytes, arm_cal.t_comp_s, 1.0, r);
     char label[32];
     std::snprintf(label, sizeof label, "R=%g", r);
     LOOM_ASSIGN_OR_RETURN(json arm,
                           RunArm(rt, w, variants, ref_fused, link, c, &d, label, progress));
     arm["ratio"] = r;
+    arm["calibration_t_comp_s"] = arm_cal.t_comp_s;
     out["arms"].push_back(std::move(arm));
   }
   LinkOptions unlimited;

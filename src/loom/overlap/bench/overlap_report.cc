@@ -345,9 +345,10 @@ std::string FormatWorkload(const json& w) {
          "  (times: median ms over trials; link modelled at B MB/s by the paced proxy; "
          "peers over a tc-tbf veth at the same rate)\n";
   std::snprintf(line, sizeof line,
-                "%-9s %8s %8s %8s %9s %9s %14s %14s %8s %8s %8s %6s %6s %6s %6s %6s %5s %5s\n", "R",
-                "B MB/s", "t_comp", "t_comm", "seq", "dec", "fused(S)", "auto(mode)", "mpi",
-                "mpi_dec", "gloo", "E", "f/dec", "f/seq", "ideal", "a/best", "duty", "drop");
+                "%-9s %8s %8s %8s %9s %9s %14s %14s %8s %8s %8s %8s %6s %6s %6s %6s %6s %5s %5s\n",
+                "R", "B MB/s", "t_comp", "t_comm", "seq", "dec", "fused(S)", "auto(mode)", "mpi",
+                "mpi_dec", "gloo", "gloo_dec", "E", "f/dec", "f/seq", "ideal", "a/best", "duty",
+                "drop");
   out += line;
   for (const json& arm : w["arms"]) {
     const json& m = arm["metrics"];
@@ -369,11 +370,12 @@ std::string FormatWorkload(const json& w) {
     const double best_sd = std::min(tx("sequential"), tx("decomposed"));
     std::snprintf(
         line, sizeof line,
-        "%-9s %8s %8s %8s %9s %9s %14s %14s %8s %8s %8s %6s %6s %6s %6s %6s %5s %5s\n",
+        "%-9s %8s %8s %8s %9s %9s %14s %14s %8s %8s %8s %8s %6s %6s %6s %6s %6s %5s %5s\n",
         label.c_str(), bps > 0 ? Fx(bps / 1e6, "%.1f").c_str() : "mem",
         Ms(Med(m["t_comp_s"])).c_str(), Ms(Med(m["t_comm_s"])).c_str(),
         Ms(tx("sequential")).c_str(), Ms(tx("decomposed")).c_str(), fused.c_str(), automode.c_str(),
         peer("mpi").c_str(), peer("mpi_decomposed").c_str(), peer("gloo").c_str(),
+        peer("gloo_decomposed").c_str(),
         Fx(vs.contains("fused_best") ? Get(vs["fused_best"], "efficiency") : kNaN).c_str(),
         Fx(vs.contains("fused_best") ? Get(vs["fused_best"], "speedup_vs_decomposed") : kNaN)
             .c_str(),
