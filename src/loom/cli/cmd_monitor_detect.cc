@@ -150,6 +150,10 @@ struct EvalArgs {
   int64_t long_window_s = -1;
   double heartbeat_timeout_s = -1;
   bool gate_study = false;
+  int64_t exclude_flagged_s = -1;
+  int64_t min_fault_s = 0;
+  double channel_norm_q = -1;
+  bool any_channel = false;
 };
 
 int RunEval(const EvalArgs& a) {
@@ -179,6 +183,10 @@ int RunEval(const EvalArgs& a) {
   if (a.long_window_s >= 0) o.long_window_s = a.long_window_s;
   if (a.heartbeat_timeout_s > 0) o.heartbeat_timeout_s = a.heartbeat_timeout_s;
   o.gate_study = a.gate_study;
+  if (a.exclude_flagged_s >= 0) o.exclude_flagged_s = a.exclude_flagged_s;
+  if (a.min_fault_s > 0) o.min_fault_s = a.min_fault_s;
+  if (a.channel_norm_q >= 0) o.channel_norm_quantile = a.channel_norm_q;
+  if (a.any_channel) o.any_channel = true;
   if (!a.vae_dir.empty()) {
     o.denoiser = "lstm_vae";
     o.model_dir = a.vae_dir;
@@ -252,6 +260,18 @@ void RegisterMonitorDetect(CLI::App& monitor, CliContext* ctx) {
   e->add_flag("--gate-study", ea->gate_study,
               "also sweep the gate settings on validation (use --jobs N,M,0 to leave test alone)");
   e->add_option("--window", ea->window, "window length w of the windowed detectors (default 18; Minder: 8)");
+  e->add_option("--exclude-flagged-s", ea->exclude_flagged_s,
+                "Minder streaming: seconds a machine the gate alerted on is left out of the "
+                "candidates (concurrency exclusion; default 300; 0 = off = Minder)");
+  e->add_flag("--any-channel", ea->any_channel,
+              "Minder streaming: machine-level continuity (a second counts when any channel "
+              "names the machine) instead of per-channel");
+  e->add_option("--channel-norm-q", ea->channel_norm_q,
+                "Minder: divide each channel's scores by their q-quantile over fault-free "
+                "training seconds (0 = off)");
+  e->add_option("--min-fault-s", ea->min_fault_s,
+                "shortest must-alarm simulated fault (default T_c + window; fix it to compare "
+                "windows on the same jobs)");
   e->callback([ea, ctx] { ctx->exit_code = RunEval(*ea); });
 }
 

@@ -21,6 +21,7 @@
 // Thread-safety: not thread-safe.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -34,6 +35,14 @@ struct ChannelScore {
   int machine = -1;    // highest-scoring machine, -1 = none (e.g. too few machines)
   double score = -std::numeric_limits<double>::infinity();
   bool missing = false;  // `machine` has no data in the window: always a candidate
+  // The next-highest-scoring machines after `machine`, best first (-1 = none; a detector that
+  // does not fill them leaves them empty). The gate ignores them; the evaluation records them
+  // so it can replay the gate with already-flagged machines left out (concurrency exclusion).
+  static constexpr int kRunnersUp = 3;
+  std::array<int, kRunnersUp> runner_up = {-1, -1, -1};
+  std::array<float, kRunnersUp> runner_up_score = {-std::numeric_limits<float>::infinity(),
+                                                   -std::numeric_limits<float>::infinity(),
+                                                   -std::numeric_limits<float>::infinity()};
 };
 
 struct ScoreStep {

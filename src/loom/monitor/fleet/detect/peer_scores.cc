@@ -227,10 +227,29 @@ int ArgMax(std::span<const float> x) {
 namespace loom::monitor {
 
 void SetTopCandidate(std::span<const float> scores, ChannelScore* ch) {
-  const int best = ArgMax(scores);
-  if (best >= 0) {
-    ch->machine = best;
-    ch->score = scores[best];
+  // Top k by insertion (strict > keeps the lower id first on ties, like ArgMax).
+  constexpr int k = ChannelScore::kRunnersUp + 1;
+  int idx[k];
+  float val[k];
+  int filled = 0;
+  for (size_t i = 0; i < scores.size(); ++i) {
+    const float v = scores[i];
+    if (std::isnan(v)) continue;
+    if (filled == k && !(v > val[k - 1])) continue;
+    int p = filled < k ? filled++ : k - 1;
+    for (; p > 0 && v > val[p - 1]; --p) {
+      idx[p] = idx[p - 1];
+      val[p] = val[p - 1];
+    }
+    idx[p] = static_cast<int>(i);
+    val[p] = v;
+  }
+  if (filled == 0) return;
+  ch->machine = idx[0];
+  ch->score = val[0];
+  for (int r = 0; r + 1 < k; ++r) {
+    ch->runner_up[r] = r + 1 < filled ? idx[r + 1] : -1;
+    ch->runner_up_score[r] = r + 1 < filled ? val[r + 1] : -INFINITY;
   }
 }
 
@@ -241,6 +260,14 @@ void MarkMissingCandidate(std::span<const uint8_t> present, ChannelScore* ch) {
   if (p == n || 2 * p < n) return;
   for (int i = 0; i < n; ++i) {
     if (!present[i]) {
+      if (ch->machine >= 0 && !ch->missing) {  // the scored top becomes the first runner-up
+        for (int r = ChannelScore::kRunnersUp - 1; r > 0; --r) {
+          ch->runner_up[r] = ch->runner_up[r - 1];
+          ch->runner_up_score[r] = ch->runner_up_score[r - 1];
+        }
+        ch->runner_up[0] = ch->machine;
+        ch->runner_up_score[0] = static_cast<float>(ch->score);
+      }
       ch->machine = i;
       ch->missing = true;
       ch->score = INFINITY;

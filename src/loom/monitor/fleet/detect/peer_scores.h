@@ -63,10 +63,12 @@ int ArgMax(std::span<const float> x);
 namespace loom::monitor {
 
 struct ChannelScore;
-// Makes the machine with the highest finite score ch's candidate (none when all are NaN).
+// Makes the machine with the highest non-NaN score ch's candidate (none when all are NaN; ties:
+// the lowest id) and the next ChannelScore::kRunnersUp machines its runners-up.
 void SetTopCandidate(std::span<const float> scores, ChannelScore* ch);
 // If some machines are missing but at least half the fleet is present, names the lowest-id
-// missing machine as the channel's candidate (missing = true, score = +inf).
+// missing machine as the channel's candidate (missing = true, score = +inf); the scored top
+// machine it displaces becomes the first runner-up.
 void MarkMissingCandidate(std::span<const uint8_t> present, ChannelScore* ch);
 
 }  // namespace loom::monitor

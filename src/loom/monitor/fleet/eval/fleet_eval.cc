@@ -10,6 +10,8 @@
 
 #include "loom/monitor/fleet/denoise/lstm_vae.h"
 #include "loom/monitor/fleet/detect/cart.h"
+#include "loom/monitor/fleet/eval/channel_scaling.h"
+#include "loom/monitor/fleet/eval/miss_diagnosis.h"
 #include "loom/monitor/fleet/eval/score_trace.h"
 #include "loom/monitor/fleet/eval/scoring.h"
 #include "loom/monitor/fleet/sim/fleet_simulator.h"
@@ -102,12 +104,14 @@ struct Schedule {
   Mode mode;
   GateOptions gate;
   int64_t every_s = 480, lookback_s = 900;
+  int64_t exclude_flagged_s = 0;  // streaming only: concurrency exclusion (score_trace.h)
+  bool any_channel = false;       // streaming only: machine-level continuity (score_trace.h)
 };
 
 std::vector<AlarmEvent> Replay(const ScoreTrace& tr, const Schedule& sch,
                                const std::vector<int>& order) {
   return sch.mode == Mode::kStreaming
-             ? ReplayStreaming(tr, sch.gate, order)
+             ? ReplayStreaming(tr, sch.gate, order, 60, sch.exclude_flagged_s, sch.any_channel)
              : ReplayBatch(tr, sch.gate, order, sch.every_s, sch.lookback_s);
 }
 
@@ -168,6 +172,46 @@ double Calibrate(const std::vector<LabelledJob>& val, const std::vector<ScoreTra
 }
 
 double Finite(double v) { return std::isfinite(v) ? v : -1; }
+
+// Why the schedule misses validation faults (miss_diagnosis.h), summed over the split.
+json DiagnoseSplit(const std::vector<LabelledJob>& jobs, const std::vector<ScoreTrace>& traces,
+                   const Schedule& sch, const std::vector<int>& order) {
+  const int64_t tc = std::max<int64_t>(1, sch.gate.continuity_s);
+  const int64_t need = std::max<int64_t>(
+      1, static_cast<int64_t>(std::ceil(std::clamp(sch.gate.min_fraction, 0.0, 1.0) * tc - 1e-9)));
+  std::vector<MissDiagnosis> all;
+  json false_alarms = json::array();
+  for (size_t k = 0; k < jobs.size(); ++k) {
+    const JobScore js = ScoreAlarms(jobs[k].faults, jobs[k].series.machines,
+                                    jobs[k].series.seconds, Replay(traces[k], sch, order),
+                                    ScoringOptions{});
+    for (const AlarmEvent& a : js.false_alarms) {
+      const FalseAlarmContext c = DescribeFalseAlarm(jobs[k].faults, a);
+      false_alarms.push_back({{"job", k}, {"t", c.t}, {"machine", c.machine},
+                              {"metric", c.metric}, {"score", Finite(c.score)},
+                              {"nearest_fault", c.nearest_type},
+                              {"nearest_machine", c.nearest_machine},
+                              {"nearest_gap_s", c.nearest_gap_s}, {"same_group", c.same_group}});
+    }
+    for (MissDiagnosis& m : DiagnoseMisses(jobs[k].faults, traces[k], order, sch.gate.threshold,
+                                           need, js)) {
+      all.push_back(std::move(m));
+    }
+  }
+  json out = SummariseMisses(all, sch.gate.threshold);
+  out["need_s"] = need;
+  json list = json::array();
+  for (const MissDiagnosis& m : all) {
+    list.push_back({{"type", m.type}, {"machine", m.machine}, {"onset_s", m.onset_s},
+                    {"window_s", m.window_s}, {"top_s", m.top_s}, {"masked_s", m.masked_s},
+                    {"best_score_p50", Finite(m.best_score_p50)},
+                    {"best_score_p90", Finite(m.best_score_p90)},
+                    {"overlapped", m.overlapped}, {"cause", m.cause}});
+  }
+  out["faults"] = list;
+  out["false_alarms"] = false_alarms;
+  return out;
+}
 
 json RowJson(const std::string& name, const std::string& mode, const Schedule& sch,
              const Totals& test, const Totals& val, int bootstrap) {
@@ -429,22 +473,15 @@ Result<json> GateStudy(const FleetEvalOptions& o, const std::vector<LabelledJob>
   return rows;
 }
 
-// Copies of `traces` with the long-window channels' scores multiplied by `weight`: what Minder
-// with MinderOptions::long_weight = weight records (candidates are per-channel argmaxes, so
-// scaling a channel's scores changes no candidate).
+// What Minder with MinderOptions::long_weight = weight records: the long-window channels
+// ("metric@Ls") scaled by `weight`.
 std::vector<ScoreTrace> ScaleLongChannels(const std::vector<ScoreTrace>& traces, double weight) {
-  std::vector<ScoreTrace> out = traces;
-  for (ScoreTrace& tr : out) {
-    const size_t c = tr.channels.size();
-    for (size_t j = 0; j < c; ++j) {
-      if (tr.channels[j].find('@') == std::string::npos) continue;
-      for (int64_t t = 0; t < tr.seconds; ++t) {
-        float& v = tr.score[static_cast<size_t>(t) * c + j];
-        if (std::isfinite(v)) v = static_cast<float>(v * weight);
-      }
-    }
+  if (traces.empty()) return traces;
+  std::vector<double> factor;
+  for (const std::string& name : traces[0].channels) {
+    factor.push_back(name.find('@') == std::string::npos ? 1.0 : weight);
   }
-  return out;
+  return ScaleChannels(traces, factor);
 }
 
 // Picks the long-window channels' weight on validation: the candidate (0 = channels off) with
@@ -479,6 +516,95 @@ double ChooseLongWeight(const FleetEvalOptions& o, const std::vector<LabelledJob
     study->push_back(std::move(row));
   }
   return best;
+}
+
+// Rows of ReplayStudy for one set of (already normalised) validation traces.
+Status ExclusionRows(const FleetEvalOptions& o, const std::vector<LabelledJob>& val,
+                     const std::vector<ScoreTrace>& minder, const std::vector<int>& cart,
+                     double long_weight, double norm_q, double min_fraction, json* rows,
+                     std::FILE* progress) {
+  DetectorPlan p;
+  p.drop_long = long_weight <= 0;
+  const std::vector<int> ord = PlanOrder(p, minder[0].channels, cart);
+  Schedule sch{Mode::kStreaming,
+               GateOptions{3.5, GateSpan(o.streaming_tc_s, o.window - 1, min_fraction),
+                           min_fraction, o.min_channels}};
+  std::vector<int64_t> values = {0};
+  values.insert(values.end(), o.exclusion_study_s.begin(), o.exclusion_study_s.end());
+  if (!rows->is_array()) *rows = json::array();
+  for (const int64_t ex : values) {
+    sch.exclude_flagged_s = ex;
+    json row = StudyRow(val, minder, sch, ord, o.fa_budget);
+    row["exclude_flagged_s"] = ex;
+    row["long_weight"] = long_weight;
+    row["channel_norm_quantile"] = norm_q;
+    row["min_fraction"] = min_fraction;
+    row["variant"] = "exclude=" + std::to_string(ex) + " s, norm q=" +
+                     (norm_q > 0 ? std::to_string(norm_q).substr(0, 6) : std::string("off")) +
+                     ", min_fraction " + std::to_string(min_fraction).substr(0, 4) +
+                     ", long w " + std::to_string(long_weight).substr(0, 4);
+    if (progress) {
+      std::fprintf(progress, "  study %-40s thr %7.3f val FA/md %.4f P %.3f R %.3f F1 %.3f\n",
+                   row["variant"].get<std::string>().c_str(), row["threshold"].get<double>(),
+                   row["val_fa_per_machine_day"].get<double>(), row["val_precision"].get<double>(),
+                   row["val_recall"].get<double>(), row["val_f1"].get<double>());
+    }
+    rows->push_back(std::move(row));
+  }
+  return Status();
+}
+
+// Validation-only sweep of the replay-stage settings under Minder's fixed streaming gate with
+// the chosen long-window weight (0 = channels off): per-channel normalisation (off and
+// o.channel_norm_study, fit on train) x concurrency exclusion (off and o.exclusion_study_s),
+// then the gate's min_fraction (o.min_fraction_study, no normalisation) x exclusion.
+// Rows are appended to `rows`.
+Status ReplayStudy(const FleetEvalOptions& o, const std::vector<LabelledJob>& train,
+                   const std::vector<ScoreTrace>& train_traces,
+                   const std::vector<LabelledJob>& val, const std::vector<ScoreTrace>& val_traces,
+                   const std::vector<int>& cart, double long_weight, json* rows,
+                   std::FILE* progress) {
+  if (val_traces.empty()) return Status();
+  std::vector<double> norms = {0};
+  norms.insert(norms.end(), o.channel_norm_study.begin(), o.channel_norm_study.end());
+  for (const double q : norms) {
+    const std::vector<ScoreTrace> minder =
+        q > 0 ? ScaleChannels(val_traces, ChannelNormFactors(train, train_traces, q))
+              : val_traces;
+    LOOM_RETURN_IF_ERROR(
+        ExclusionRows(o, val, minder, cart, long_weight, q, o.min_fraction, rows, progress));
+  }
+  for (const double mf : o.min_fraction_study) {
+    LOOM_RETURN_IF_ERROR(
+        ExclusionRows(o, val, val_traces, cart, long_weight, 0, mf, rows, progress));
+  }
+  // Machine-level continuity (any channel), with and without the long-window channels.
+  for (const double lw : {long_weight, 0.0}) {
+    for (const double mf : {o.min_fraction, 0.7, 1.0}) {
+      DetectorPlan p;
+      p.drop_long = lw <= 0;
+      const std::vector<int> ord = PlanOrder(p, val_traces[0].channels, cart);
+      Schedule sch{Mode::kStreaming,
+                   GateOptions{3.5, GateSpan(o.streaming_tc_s, o.window - 1, mf), mf,
+                               o.min_channels}};
+      sch.any_channel = true;
+      json row = StudyRow(val, val_traces, sch, ord, o.fa_budget);
+      row["any_channel"] = true;
+      row["min_fraction"] = mf;
+      row["long_weight"] = lw;
+      row["variant"] = "any-channel gate, min_fraction " + std::to_string(mf).substr(0, 4) +
+                       ", long w " + std::to_string(lw).substr(0, 4);
+      if (progress) {
+        std::fprintf(progress, "  study %-40s thr %7.3f val FA/md %.4f P %.3f R %.3f F1 %.3f\n",
+                     row["variant"].get<std::string>().c_str(), row["threshold"].get<double>(),
+                     row["val_fa_per_machine_day"].get<double>(),
+                     row["val_precision"].get<double>(), row["val_recall"].get<double>(),
+                     row["val_f1"].get<double>());
+      }
+      rows->push_back(std::move(row));
+    }
+  }
+  return Status();
 }
 
 }  // namespace
@@ -529,6 +655,21 @@ Result<json> RunFleetEval(const FleetEvalOptions& options, std::FILE* progress) 
   // A must-alarm fault must outlast the streaming gate of the windowed detectors (T_c + w - 1 s)
   // to be detectable at all; shorter events are the simulator's labelled transients (< T_c).
   cfg.min_fault_s = std::max<int64_t>(cfg.min_fault_s, o.streaming_tc_s + o.window);
+  if (o.min_fault_s > 0) {
+    if (o.min_fault_s < cfg.min_fault_s) {
+      return InvalidArgumentError("min_fault_s (" + std::to_string(o.min_fault_s) +
+                                  ") must be >= T_c + w = " + std::to_string(cfg.min_fault_s));
+    }
+    cfg.min_fault_s = o.min_fault_s;
+  }
+  if (!(o.channel_norm_quantile >= 0 && o.channel_norm_quantile < 1)) {
+    return InvalidArgumentError("channel_norm_quantile must be in [0, 1), got " +
+                                std::to_string(o.channel_norm_quantile));
+  }
+  if (o.exclude_flagged_s < 0) {
+    return InvalidArgumentError("exclude_flagged_s must be >= 0, got " +
+                                std::to_string(o.exclude_flagged_s));
+  }
   // Detection only counts within 15 min of onset (scoring.h), and a job-halting stall would be
   // acted on long before 2 h: at the elevated evaluation fault rate, hour-long faults add
   // nothing to detection but mask the faults that arrive under them (a stall halts the job).
@@ -572,6 +713,9 @@ Result<json> RunFleetEval(const FleetEvalOptions& options, std::FILE* progress) 
                                  {"lookback_s", o.batch_lookback_s}}},
                       {"denoiser", o.denoiser},
                       {"window", o.window},
+                      {"exclude_flagged_s", o.exclude_flagged_s},
+                      {"channel_norm_quantile", o.channel_norm_quantile},
+                      {"any_channel", o.any_channel},
                       {"gate", {{"min_fraction", o.min_fraction}, {"min_channels", o.min_channels}}}};
   if (progress) {
     std::fprintf(progress, "simulated %d+%d+%d jobs of %d machines x %lld s (%.1f s); "
@@ -637,6 +781,8 @@ Result<json> RunFleetEval(const FleetEvalOptions& options, std::FILE* progress) 
                              o.min_fraction, o.min_channels}};
     sch.gate.fast_confirm_s = o.fast_confirm_s;
     sch.gate.fast_min_channels = o.fast_min_channels;
+    sch.exclude_flagged_s = o.exclude_flagged_s;
+    sch.any_channel = o.any_channel;
     json study = json::array();
     long_weight = ChooseLongWeight(o, splits[1].jobs, traces["minder"][1], order, sch, &study,
                                    progress);
@@ -648,6 +794,18 @@ Result<json> RunFleetEval(const FleetEvalOptions& options, std::FILE* progress) 
         for (auto& split : traces[key]) split = ScaleLongChannels(split, long_weight);
       }
     }
+  }
+  if (o.gate_study && traces.count("minder")) {
+    LOOM_RETURN_IF_ERROR(ReplayStudy(o, splits[0].jobs, traces["minder"][0], splits[1].jobs,
+                                     traces["minder"][1], order, long_weight,
+                                     &report["gate_study"], progress));
+  }
+  // Per-channel normalisation (fit on train) of the per-metric Minder traces.
+  if (o.channel_norm_quantile > 0 && traces.count("minder")) {
+    const std::vector<double> factor =
+        ChannelNormFactors(splits[0].jobs, traces["minder"][0], o.channel_norm_quantile);
+    for (auto& split : traces["minder"]) split = ScaleChannels(split, factor);
+    report["config"]["channel_norm_factors"] = factor;
   }
   for (const DetectorPlan& p0 : plans) {
     if (p0.name == "heartbeat" && !has_heartbeat_row) continue;
@@ -677,9 +835,18 @@ Result<json> RunFleetEval(const FleetEvalOptions& options, std::FILE* progress) 
                                  o.min_fraction);
       sch.gate.min_fraction = p.gate_free ? 1.0 : o.min_fraction;
       sch.gate.min_channels = p.gate_free ? 1 : o.min_channels;
-      if (mode == Mode::kStreaming) sch.gate = StreamingGate(o, p, sch.gate);
+      if (mode == Mode::kStreaming) {
+        sch.gate = StreamingGate(o, p, sch.gate);
+        if (p.minder_gate) {
+          sch.exclude_flagged_s = o.exclude_flagged_s;
+          sch.any_channel = o.any_channel;
+        }
+      }
       sch.gate.threshold = Calibrate(splits[1].jobs, tr[1], sch, ord, o.fa_budget);
       const Totals val = ScoreSplit(splits[1].jobs, tr[1], sch, ord);
+      if (p.name == "minder" && mode == Mode::kStreaming) {
+        report["val_miss_diagnosis"] = DiagnoseSplit(splits[1].jobs, tr[1], sch, ord);
+      }
       const Totals test = ScoreSplit(splits[2].jobs, tr[2], sch, ord);
       const std::string mode_name = mode == Mode::kStreaming ? "streaming" : "batch";
       json row = RowJson(p.name, mode_name, sch, test, val, o.bootstrap);
@@ -699,6 +866,8 @@ Result<json> RunFleetEval(const FleetEvalOptions& options, std::FILE* progress) 
       Schedule sch{Mode::kStreaming,
                    GateOptions{3.5, tc == 1 ? 1 : GateSpan(tc, o.window - 1, o.min_fraction),
                                o.min_fraction, o.min_channels}};
+      sch.exclude_flagged_s = o.exclude_flagged_s;
+      sch.any_channel = o.any_channel;
       sch.gate.threshold =
           Calibrate(splits[1].jobs, traces["minder"][1], sch, minder_order, o.fa_budget);
       const Totals test = ScoreSplit(splits[2].jobs, traces["minder"][2], sch, minder_order);
@@ -773,6 +942,30 @@ std::string FormatEvalTable(const json& report) {
                     r["val_fa_per_machine_day"].get<double>(), r["val_precision"].get<double>(),
                     r["val_recall"].get<double>(), r["val_f1"].get<double>(),
                     r["val_ttd_p50_s"].get<double>());
+      out += line;
+      if (r.contains("val_recall_by_type")) {
+        std::string types = "    by type:";
+        for (const auto& [type, v] : r["val_recall_by_type"].items()) {
+          std::snprintf(line, sizeof(line), " %s=%.2f", type.c_str(), v.get<double>());
+          types += line;
+        }
+        out += types + "\n";
+      }
+    }
+  }
+  if (report.contains("val_miss_diagnosis")) {
+    const json& d = report["val_miss_diagnosis"];
+    std::snprintf(line, sizeof(line),
+                  "\nminder streaming misses on validation (threshold %.3f, need %lld s):\n",
+                  d["threshold"].get<double>(), static_cast<long long>(d["need_s"].get<int64_t>()));
+    out += line;
+    for (const auto& [type, v] : d["by_type"].items()) {
+      std::snprintf(line, sizeof(line),
+                    "  %-12s missed %3d: weak %3d masked %3d flicker %3d overlapped %3d "
+                    "best-score p90 (median) %.2f\n",
+                    type.c_str(), v["missed"].get<int>(), v["weak"].get<int>(),
+                    v["masked"].get<int>(), v["flicker"].get<int>(), v["overlapped"].get<int>(),
+                    v["best_score_p90_median"].get<double>());
       out += line;
     }
   }

@@ -28,6 +28,8 @@ TEST(FleetEvalTest, TinyRunCalibratesOnValidationAndReportsSummary) {
   EXPECT_GT(rep["config"]["must_alarm_faults"][2].get<int>(), 0);
   // Must-alarm faults outlast the streaming gate of the windowed detectors: T_c + w = 48 s.
   EXPECT_EQ(rep["config"]["min_fault_s"].get<int64_t>(), 48);
+  // Concurrency exclusion is on by default (300 s; README: validation F1 0.909 -> 0.946).
+  EXPECT_EQ(rep["config"]["exclude_flagged_s"].get<int64_t>(), 300);
   EXPECT_EQ(rep["config"]["max_fault_s"].get<int64_t>(), 900);
   for (const nlohmann::json& row : rep["detectors"]) {
     if (row["detector"] == "minder") {

@@ -26,6 +26,10 @@ struct ScoreTrace {
   std::vector<int32_t> machine;
   std::vector<float> score;
   std::vector<uint8_t> missing;
+  // [t][channel][ChannelScore::kRunnersUp]: the next machines after `machine` (-1 = none) and
+  // their scores, for replays that leave already-flagged machines out.
+  std::vector<int32_t> runner_machine;
+  std::vector<float> runner_score;
   double score_seconds = 0;  // wall time spent in Score()
 };
 
@@ -40,8 +44,19 @@ Result<ScoreTrace> PrependHeartbeatChannel(const ScoreTrace& heartbeat, const Sc
                                            double timeout_s, const std::string& name = "heartbeat");
 
 // `order`: channel indices in the priority order to walk (empty = recorded order).
+// Concurrency exclusion (exclude_flagged_s > 0): once the gate alerts on a machine at t, that
+// machine is left out of every channel's candidates over (t, t + exclude_flagged_s] (as if it
+// had been evicted) and each channel's next recorded runner-up stands in for it, so a second
+// fault that the flagged machine outscores can still be confirmed. 0 = Minder (argmax only).
+// Machine-level continuity (any_channel): a second counts for machine m when any channel's
+// candidate (score >= threshold, or missing) is m, and the gate alerts on m once it has
+// ceil(min_fraction x T_c) such seconds within the last T_c (named after the first channel in
+// `order` naming m that second). Minder's per-channel rule (false) needs one channel to hold
+// them; a fault whose strongest metric changes over time then resets its run.
+// fast_confirm_s / missing_confirm_s / min_channels do not apply to it.
 std::vector<AlarmEvent> ReplayStreaming(const ScoreTrace& trace, const GateOptions& gate,
-                                        const std::vector<int>& order, int64_t merge_gap_s = 60);
+                                        const std::vector<int>& order, int64_t merge_gap_s = 60,
+                                        int64_t exclude_flagged_s = 0, bool any_channel = false);
 // One call every `every_s` seconds (first at lookback_s - 1): a fresh gate over the last
 // lookback_s seconds; every machine it alerts on becomes an alarm stamped with the call time.
 std::vector<AlarmEvent> ReplayBatch(const ScoreTrace& trace, const GateOptions& gate,
