@@ -110,5 +110,53 @@ TEST(LinkFitTest, RobustFitIgnoresSlowOutliers) {
   EXPECT_FALSE(FitLink({{-1, 5, 1, 1}}).ok());
 }
 
+TEST(LinkFitTest, StepTotalsEqualFitLinkOnExactData) {
+  std::vector<LinkSample> s;
+  for (int64_t step = 0; step < 4; ++step) {
+    for (double bytes : {16.0, 1e4, 1e5, 1e6})
+      s.push_back({bytes, 50'000 + 2.0 * bytes, 1, 1, 0, step});
+  }
+  auto f = FitLinkStepTotals(s);
+  ASSERT_TRUE(f.ok());
+  EXPECT_NEAR(f->alpha_ns, 50'000, 1e-3);
+  EXPECT_NEAR(f->ns_per_byte, 2.0, 1e-9);
+  EXPECT_EQ(f->steps, 4);
+  EXPECT_NE(f->ToString().find("beta from 4 step totals"), std::string::npos);
+  // Without step labels it is FitLink.
+  for (LinkSample& x : s) x.step = -1;
+  f = FitLinkStepTotals(s);
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ(f->steps, 0);
+  EXPECT_NEAR(f->alpha_ns, 50'000, 1e-3);
+}
+
+TEST(LinkFitTest, StepTotalsResistBurstsWakeUpsAndAStalledStep) {
+  // Per step: four 100 kB transfers, two out of a full token bucket (50 µs), two at the shaped
+  // 40 ns/B; eight 16 B messages at 60 µs, five of them stretched by a late receiver (2 ms; a
+  // majority, so the per-size median is a wake-up). Step 3 stalls every transfer by 50 ms.
+  std::vector<LinkSample> s;
+  for (int64_t step = 0; step < 5; ++step) {
+    const double stall = step == 3 ? 50e6 : 0;
+    for (int i = 0; i < 4; ++i) {
+      s.push_back({1e5, (i < 2 ? 50e3 : 60e3 + 40.0 * 1e5) + stall, 1, 1, 0, step});
+    }
+    for (int i = 0; i < 8; ++i) s.push_back({16, (i < 5 ? 2e6 : 60e3) + stall, 1, 1, 0, step});
+  }
+  auto f = FitLinkStepTotals(s);
+  ASSERT_TRUE(f.ok());
+  // α: the lower quartile of the 16 B messages, not the wake-ups.
+  EXPECT_NEAR(f->alpha_ns, 60e3, 1e-6);
+  // β⁻¹: a step's bytes-weighted time, (2·(50 µs − α) + 2·(40 ns/B · 100 kB) + 5·(2 ms − α)
+  //       + 3·(60 µs − α)) / (4 · 100 kB + 8 · 16 B), the same in the four unstalled steps (the
+  //       wake-ups stay in the step's time, spread per byte instead of charged per message).
+  const double t = 2 * (50e3 - 60e3) + 2 * (40.0 * 1e5) + 5 * (2e6 - 60e3);
+  EXPECT_NEAR(f->ns_per_byte, t / (4e5 + 128), 1e-9);
+  EXPECT_EQ(f->steps, 5);
+  // The per-transfer fit on the same points charges a wake-up on every message.
+  auto plain = FitLink(s);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_GT(plain->alpha_ns, 1e6);
+}
+
 }  // namespace
 }  // namespace loom::trace::dfg

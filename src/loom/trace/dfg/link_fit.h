@@ -29,7 +29,8 @@ struct LinkSample {
   double ns = 0;  // measured transfer time
   double segments = 1;
   double concurrency = 1;
-  int link = 0;  // which link (e.g. the sending rank); FitLink ignores it
+  int link = 0;       // which link (e.g. the sending rank); FitLink ignores it
+  int64_t step = -1;  // training step of the transfer (FitLinkStepTotals); -1 = unknown
 };
 
 struct LinkFit {
@@ -42,6 +43,7 @@ struct LinkFit {
   bool alpha_identified = true;  // false: one message size, α fixed at 0
   bool beta_identified = true;   // false: times do not grow with bytes (latency-dominated
                                  // transfers); ns_per_byte is 0 and bandwidth what-ifs are void
+  int64_t steps = 0;  // FitLinkStepTotals: steps whose totals set β (0: per-transfer fit)
   double GBps() const { return ns_per_byte > 0 ? 1.0 / ns_per_byte : 0; }
   // "alpha 52.1 us, beta 1.21 GB/s (0.83 ns/B), R^2 0.97, 120 samples"
   std::string ToString() const;
@@ -50,5 +52,20 @@ struct LinkFit {
 // kInvalidArgument when there are no samples or a sample is not finite / negative.
 // robust = false fits every sample as is (plain least squares).
 Result<LinkFit> FitLink(const std::vector<LinkSample>& samples, bool robust = true);
+
+// FitLinkStepTotals: the link the replay needs to reproduce a typical *step*, robust to a loaded
+// host. Per-transfer times on a shaped link are a mixture: a rank that waited sends out of a full
+// token bucket at line rate, the other direction drains at the shaped rate, and a receiver that
+// wakes late stretches one transfer by milliseconds. Any α-β line through such points is poor
+// (R² 0.4, α of 1.5 ms charged on every transfer). Instead:
+//   α   = the lower quartile of the latency-bound transfers (those whose FitLink time is < 10 %
+//         bytes) when there are >= 3 of them and it is below FitLink's α (the lower envelope: a
+//         late wake-up only adds), else FitLink's α;
+//   β⁻¹ = the median over steps of Σ(t − α·segments) / Σ bytes·concurrency of the step's
+//         transfers (a bytes-weighted rate per step; the steps' median, so a stalled step does
+//         not count).
+// On exact α-β data this returns FitLink's α and β. Needs >= 2 steps with bytes (LinkSample::
+// step >= 0); otherwise it returns FitLink(samples). R² and RMSE are of the per-transfer points.
+Result<LinkFit> FitLinkStepTotals(const std::vector<LinkSample>& samples);
 
 }  // namespace loom::trace::dfg

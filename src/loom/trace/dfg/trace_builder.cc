@@ -272,6 +272,7 @@ std::vector<LinkSample> LinkSamples(const std::vector<RankTrace>& traces,
     double t0 = INFINITY, t1 = -INFINITY, recv0 = INFINITY, bytes = 0, segs = 0;
     double last_recv_dur = 0;  // wait of the RECV that ended last
     int sender = 0;
+    int64_t step = -1;
   };
   std::map<std::tuple<int, int64_t, int>, Agg> agg;
   for (const ingest::MatchedP2P& p : match.p2p) {
@@ -284,6 +285,7 @@ std::vector<LinkSample> LinkSamples(const std::vector<RankTrace>& traces,
     if (v.end_ns() >= a.t1) a.last_recv_dur = static_cast<double>(v.dur_ns);
     a.t1 = std::max<double>(a.t1, v.end_ns());
     a.sender = traces[p.send_trace].rank;
+    a.step = s.step;
     a.recv0 = std::min<double>(a.recv0, v.ts_ns);
     a.bytes += std::max<int64_t>(0, s.bytes >= 0 ? s.bytes : v.bytes);
     a.segs += 1;
@@ -296,8 +298,33 @@ std::vector<LinkSample> LinkSamples(const std::vector<RankTrace>& traces,
   }
   std::sort(starts.begin(), starts.end());
   std::sort(ends.begin(), ends.end());
+  // Queueing behind the sender's own earlier data: a rank finishes a collective when it has
+  // *received*, so its next SEND can start while its previous bytes still drain through the
+  // (shaped) link. The replay serializes a rank's transfers itself, so a sample is its service
+  // time: from max(post, the previous transfer's arrival on this link) to its arrival.
+  std::map<std::tuple<int, int64_t, int>, double> service_start;
+  std::map<int, std::vector<std::pair<double, std::tuple<int, int64_t, int>>>> by_sender;
+  for (const auto& [k, a] : agg) by_sender[a.sender].push_back({a.t0, k});
+  int64_t queued = 0;
+  for (auto& [sender, v] : by_sender) {
+    std::sort(v.begin(), v.end());
+    double busy_until = -INFINITY;
+    for (const auto& [t0, k] : v) {
+      const Agg& a = agg.at(k);
+      const double start = std::max(t0, std::min(busy_until, a.t1));
+      if (start > t0) ++queued;
+      service_start[k] = start;
+      busy_until = std::max(busy_until, a.t1);
+    }
+  }
+  if (queued > 0) {
+    notes->push_back("link fit: " + std::to_string(queued) + " of " + std::to_string(agg.size()) +
+                     " transfers queued behind the sender's earlier data; fitted on service time");
+  }
   for (const auto& [k, a] : agg) {
-    LinkSample s{a.bytes, std::max(0.0, a.t1 - a.t0), std::max(1.0, a.segs), 1, a.sender};
+    LinkSample s{
+        a.bytes, std::max(0.0, a.t1 - service_start.at(k)), std::max(1.0, a.segs), 1, a.sender,
+        a.step};
     if (topology == LinkTopology::kShared) {
       const double mid = (a.t0 + a.t1) / 2;
       const double open = std::upper_bound(starts.begin(), starts.end(), mid) - starts.begin();
@@ -649,7 +676,7 @@ class ModelFitter {
         LinkFit f;
         f.samples = 0;
         if (!mine.empty()) {
-          auto fr = FitLink(mine);
+          auto fr = FitLinkStepTotals(mine);
           if (fr.ok() && fr->beta_identified) f = *fr;
         }
         m_.rank_links.push_back(f);
@@ -660,7 +687,7 @@ class ModelFitter {
       }
     }
     if (!samples.empty()) {
-      LOOM_ASSIGN_OR_RETURN(m_.link, FitLink(samples));
+      LOOM_ASSIGN_OR_RETURN(m_.link, FitLinkStepTotals(samples));
       spec.alpha_ns = m_.link.alpha_ns;
       spec.ns_per_byte = m_.link.ns_per_byte;
       if (!m_.link.beta_identified && o_.link_ns_per_byte < 0) {
