@@ -148,6 +148,7 @@ struct EvalArgs {
   int64_t fast_confirm_s = -1;
   int fast_min_channels = 0;
   int64_t long_window_s = -1;
+  int64_t shift_window_s = -1;
   double heartbeat_timeout_s = -1;
   bool gate_study = false;
   int64_t exclude_flagged_s = -1;
@@ -181,6 +182,7 @@ int RunEval(const EvalArgs& a) {
   if (a.fast_confirm_s >= 0) o.fast_confirm_s = a.fast_confirm_s;
   if (a.fast_min_channels > 0) o.fast_min_channels = a.fast_min_channels;
   if (a.long_window_s >= 0) o.long_window_s = a.long_window_s;
+  if (a.shift_window_s >= 0) o.shift_window_s = a.shift_window_s;
   if (a.heartbeat_timeout_s > 0) o.heartbeat_timeout_s = a.heartbeat_timeout_s;
   o.gate_study = a.gate_study;
   if (a.exclude_flagged_s >= 0) o.exclude_flagged_s = a.exclude_flagged_s;
@@ -255,6 +257,9 @@ void RegisterMonitorDetect(CLI::App& monitor, CliContext* ctx) {
   e->add_option("--long-window-s", ea->long_window_s,
                 "Minder's long-window channels, seconds (0 = off; default 120; their "
                 "weight is picked on validation)");
+  e->add_option("--shift-window-s", ea->shift_window_s,
+                "Minder's level-shift channels, seconds (default 0 = off; 99 was measured; "
+                "their weight is picked on validation)");
   e->add_option("--heartbeat-timeout-s", ea->heartbeat_timeout_s,
                 "minder+heartbeat: seconds without data that confirm a crash (default 3)");
   e->add_flag("--gate-study", ea->gate_study,

@@ -106,6 +106,18 @@ Result<std::unique_ptr<ScoredDetector>> MakeScoredDetector(const nlohmann::json&
           "detector spec fields 'long_window_s' must be in [0, 4096], 'long_scale_floor' and "
           "'long_weight' > 0");
     }
+    LOOM_ASSIGN_OR_RETURN(o.shift.window_s, Field<int64_t>(spec, "shift_window_s", 0));
+    LOOM_ASSIGN_OR_RETURN(o.shift.block_s, Field<int64_t>(spec, "shift_block_s", o.shift.block_s));
+    LOOM_ASSIGN_OR_RETURN(o.shift.ref_s, Field<int64_t>(spec, "shift_ref_s", o.shift.ref_s));
+    LOOM_ASSIGN_OR_RETURN(o.shift.weight, Field<double>(spec, "shift_weight", 1.0));
+    if (o.shift.window_s < 0 || o.shift.window_s > 4096 || o.shift.block_s < 1 ||
+        (o.shift.window_s > 0 && o.shift.block_s > o.shift.window_s) || o.shift.ref_s < o.shift.min_ref_s ||
+        !(o.shift.weight > 0)) {
+      return InvalidArgumentError(
+          "detector spec fields 'shift_window_s' must be in [0, 4096], 'shift_block_s' in [1, "
+          "shift_window_s], 'shift_ref_s' >= " + std::to_string(o.shift.min_ref_s) +
+          ", 'shift_weight' > 0");
+    }
     LOOM_ASSIGN_OR_RETURN(o.denoiser, Field<std::string>(spec, "denoiser", "moving_median"));
     LOOM_ASSIGN_OR_RETURN(const std::string model_dir, Field<std::string>(spec, "model_dir", ""));
     DenoiserFactory factory;

@@ -85,7 +85,8 @@ using DenoiserLoader = std::function<Result<std::unique_ptr<Denoiser>>(
 //               distance ["l2"|"l2sq"|"l1"|"linf"], integrated [false] (one model, all metrics
 //               concatenated), priority [metric order], max_metrics [all], norm_horizon_s [600],
 //               long_window_s [0 = off], long_scale_floor [0.003], long_weight [1]
-//               (long-window channels)
+//               (long-window channels), shift_window_s [0 = off], shift_block_s [9],
+//               shift_ref_s [1800], shift_weight [1] (level-shift channels, level_shift.h)
 //  mahalanobis  window [8], shrinkage [0.1]
 //  peer_z       (per-metric robust z of the latest sample)
 //  iforest      window [8], trees [50], sample [64], seed [1]

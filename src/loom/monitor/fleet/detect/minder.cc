@@ -14,12 +14,16 @@ DenoiserFactory BuiltinDenoisers(const std::string& type) {
 }
 
 MinderDetector::MinderDetector(MinderOptions options, GateOptions gate, DenoiserFactory denoisers)
-    : ScoredDetector(gate), options_(std::move(options)), make_denoiser_(std::move(denoisers)) {}
+    : ScoredDetector(gate),
+      options_(std::move(options)),
+      make_denoiser_(std::move(denoisers)),
+      shift_(options_.shift) {}
 
 std::string MinderDetector::name() const {
   std::string n = options_.integrated ? "minder_integrated" : "minder";
   if (options_.corroborate > 0) n += "_corr" + std::to_string(options_.corroborate);
   if (options_.long_window_s > 0) n += "_long" + std::to_string(options_.long_window_s);
+  if (options_.shift.window_s > 0) n += "_shift" + std::to_string(options_.shift.window_s);
   return n + "(" + options_.denoiser + ",w=" + std::to_string(options_.window) +
          ",T_c=" + std::to_string(gate_options().continuity_s) + ")";
 }
@@ -71,7 +75,10 @@ Result<ScoreStep> MinderDetector::Score(const FleetSeries& s, int64_t t) {
     for (int c = 0; c < channels; ++c) {
       step.channels.push_back({single ? single_name : s.metric_names[order_[c]]});
     }
-    if (!single) AddLongWindowChannels(s, t, &step);
+    if (!single) {
+      AddLongWindowChannels(s, t, &step);
+      shift_.Add(s, t, order_, &step);
+    }
     return step;
   }
   if (options_.corroborate > 0) all_z_.assign(order_.size() * static_cast<size_t>(n), NAN);
@@ -133,6 +140,7 @@ Result<ScoreStep> MinderDetector::Score(const FleetSeries& s, int64_t t) {
     Corroborate(s, any_missing, &step);
   } else {
     AddLongWindowChannels(s, t, &step);
+    shift_.Add(s, t, order_, &step);
   }
   return step;
 }

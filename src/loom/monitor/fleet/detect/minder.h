@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "loom/monitor/fleet/detect/detector.h"
+#include "loom/monitor/fleet/detect/level_shift.h"
 #include "loom/monitor/fleet/detect/peer_scores.h"
 
 namespace loom::monitor {
@@ -51,6 +52,10 @@ struct MinderOptions {
   // Multiplies the long-window channels' scores: their candidates need z >= threshold /
   // long_weight (the gate has one threshold for all channels).
   double long_weight = 1.0;
+  // Level-shift channels (loom's extension, window_s 0 = off): per metric, one more channel
+  // "<metric>~<window_s>s" after the long-window ones: each machine's step-averaged level now
+  // against its own reference level, compared across machines (level_shift.h).
+  LevelShiftOptions shift;
 };
 
 // Builds the denoiser for one metric.
@@ -81,6 +86,7 @@ class MinderDetector : public ScoredDetector {
   std::vector<uint8_t> present_all_;
   std::vector<float> long_level_, long_buf_;  // long-window channels: per-machine median
   std::vector<float> all_z_;  // [channel][machine] for corroboration
+  LevelShiftChannels shift_;
 };
 
 }  // namespace loom::monitor

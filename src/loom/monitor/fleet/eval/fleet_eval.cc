@@ -26,6 +26,10 @@ double Now() {
       .count();
 }
 
+// Long-window ("metric@Ls") and level-shift ("metric~Ls") channels of Minder's traces.
+bool IsLongChannel(const std::string& name) { return name.find('@') != std::string::npos; }
+bool IsShiftChannel(const std::string& name) { return name.find('~') != std::string::npos; }
+
 // One row of the table: a detector spec (without gate fields) plus how its gate is set.
 struct DetectorPlan {
   std::string name;
@@ -36,6 +40,7 @@ struct DetectorPlan {
   bool adaptive = false;     // streaming gate: FleetEvalOptions::adaptive_row_* (ablation row)
   bool drop_long = false;  // replay without the long-window channels ("metric@Ls")
   bool heartbeat = false;  // replay with the heartbeat channel first (minder+heartbeat)
+  bool drop_shift = false;  // replay without the level-shift channels ("metric~Ls")
 };
 
 std::vector<DetectorPlan> Plans(const FleetEvalOptions& o) {
@@ -44,7 +49,14 @@ std::vector<DetectorPlan> Plans(const FleetEvalOptions& o) {
   if (o.long_window_s > 0) minder["long_window_s"] = o.long_window_s;
   json raw = {{"type", "minder"}, {"denoiser", "identity"}};
   if (o.long_window_s > 0) raw["long_window_s"] = o.long_window_s;
-  const bool has_long = o.long_window_s > 0;
+  if (o.shift_window_s > 0) {
+    for (json* spec : {&minder, &raw}) {
+      (*spec)["shift_window_s"] = o.shift_window_s;
+      (*spec)["shift_block_s"] = o.shift_block_s;
+      (*spec)["shift_ref_s"] = o.shift_ref_s;
+    }
+  }
+  const bool has_long = o.long_window_s > 0 || o.shift_window_s > 0;
   std::vector<DetectorPlan> plans = {
       {"minder", "minder", minder, false, true},
       {"minder+heartbeat", "minder", minder, false, true, false, false, true},
@@ -63,7 +75,8 @@ std::vector<DetectorPlan> Plans(const FleetEvalOptions& o) {
       {"bocd", "bocd", {{"type", "bocd"}}, false},
       {"heartbeat", "heartbeat", {{"type", "heartbeat"}}, true},
   };
-  if (!has_long) {  // minder_1hz is minder itself then
+  for (DetectorPlan& p : plans) p.drop_shift = p.drop_long;  // minder_1hz: 1 Hz channels only
+  if (!has_long) {  // minder_1hz is minder itself then (no long-window or level-shift channels)
     plans.erase(std::remove_if(plans.begin(), plans.end(),
                                [](const DetectorPlan& p) { return p.drop_long; }),
                 plans.end());
@@ -180,6 +193,7 @@ json DiagnoseSplit(const std::vector<LabelledJob>& jobs, const std::vector<Score
   const int64_t need = std::max<int64_t>(
       1, static_cast<int64_t>(std::ceil(std::clamp(sch.gate.min_fraction, 0.0, 1.0) * tc - 1e-9)));
   std::vector<MissDiagnosis> all;
+  std::vector<size_t> job_of;  // validation job of each entry of `all`
   json false_alarms = json::array();
   for (size_t k = 0; k < jobs.size(); ++k) {
     const JobScore js = ScoreAlarms(jobs[k].faults, jobs[k].series.machines,
@@ -196,13 +210,16 @@ json DiagnoseSplit(const std::vector<LabelledJob>& jobs, const std::vector<Score
     for (MissDiagnosis& m : DiagnoseMisses(jobs[k].faults, traces[k], order, sch.gate.threshold,
                                            need, js)) {
       all.push_back(std::move(m));
+      job_of.push_back(k);
     }
   }
   json out = SummariseMisses(all, sch.gate.threshold);
   out["need_s"] = need;
   json list = json::array();
-  for (const MissDiagnosis& m : all) {
-    list.push_back({{"type", m.type}, {"machine", m.machine}, {"onset_s", m.onset_s},
+  for (size_t i = 0; i < all.size(); ++i) {
+    const MissDiagnosis& m = all[i];
+    list.push_back({{"job", job_of[i]}, {"type", m.type}, {"machine", m.machine},
+                    {"onset_s", m.onset_s},
                     {"window_s", m.window_s}, {"top_s", m.top_s}, {"masked_s", m.masked_s},
                     {"best_score_p50", Finite(m.best_score_p50)},
                     {"best_score_p90", Finite(m.best_score_p90)},
@@ -299,12 +316,17 @@ Result<json> Timing(const FleetEvalOptions& o, const std::vector<std::string>& p
     json row = {{"machines", n}};
     std::vector<std::string> metric_priority;  // long-window channels follow their metrics
     for (const std::string& c : priority) {
-      if (c.find('@') == std::string::npos) metric_priority.push_back(c);
+      if (!IsLongChannel(c) && !IsShiftChannel(c)) metric_priority.push_back(c);
     }
     json minder = {{"type", "minder"}, {"denoiser", o.denoiser}, {"priority", metric_priority},
                    {"window", o.window}};
     if (!o.model_dir.empty()) minder["model_dir"] = o.model_dir;
     if (o.long_window_s > 0) minder["long_window_s"] = o.long_window_s;
+    if (o.shift_window_s > 0) {
+      minder["shift_window_s"] = o.shift_window_s;
+      minder["shift_block_s"] = o.shift_block_s;
+      minder["shift_ref_s"] = o.shift_ref_s;
+    }
     json minder_sq = minder;
     minder_sq["distance"] = "l2sq";
     for (const auto& [label, spec] : std::vector<std::pair<std::string, json>>{
@@ -345,17 +367,23 @@ int64_t GateSpan(int64_t tc, int64_t smear, double min_fraction) {
 }
 
 // Channel order a plan replays: Minder's CART order (all channels when empty), without the
-// long-window channels ("metric@Ls") when asked, behind the heartbeat channel (index 0 of a
+// long-window channels (drop_long) and the level-shift channels (drop_shift) when asked,
+// behind the heartbeat channel (index 0 of a
 // fused trace) when asked.
 std::vector<int> PlanOrder(const DetectorPlan& p, const std::vector<std::string>& channels,
                            const std::vector<int>& cart) {
   std::vector<int> ord = cart;
-  if (ord.empty() && (p.drop_long || p.heartbeat)) {
+  if (ord.empty() && (p.drop_long || p.drop_shift || p.heartbeat)) {
     for (size_t c = 0; c < channels.size(); ++c) ord.push_back(static_cast<int>(c));
   }
   if (p.drop_long) {
     ord.erase(std::remove_if(ord.begin(), ord.end(),
-                             [&](int c) { return channels[c].find('@') != std::string::npos; }),
+                             [&](int c) { return IsLongChannel(channels[c]); }),
+              ord.end());
+  }
+  if (p.drop_shift) {
+    ord.erase(std::remove_if(ord.begin(), ord.end(),
+                             [&](int c) { return IsShiftChannel(channels[c]); }),
               ord.end());
   }
   if (p.heartbeat) {
@@ -434,6 +462,7 @@ Result<json> GateStudy(const FleetEvalOptions& o, const std::vector<LabelledJob>
   for (const bool drop_long : has_long ? std::vector<bool>{false, true} : std::vector<bool>{true}) {
     DetectorPlan p;
     p.drop_long = drop_long && has_long;
+    p.drop_shift = true;  // the gate study predates the level-shift channels
     const std::vector<int> ord = PlanOrder(p, minder[0].channels, cart);
     for (const int64_t fast : {0, 3, 5, 10, 20}) {
       for (const int fmc : {1, 2, 3}) {
@@ -479,33 +508,44 @@ std::vector<ScoreTrace> ScaleLongChannels(const std::vector<ScoreTrace>& traces,
   if (traces.empty()) return traces;
   std::vector<double> factor;
   for (const std::string& name : traces[0].channels) {
-    factor.push_back(name.find('@') == std::string::npos ? 1.0 : weight);
+    factor.push_back(IsLongChannel(name) ? weight : 1.0);
   }
   return ScaleChannels(traces, factor);
 }
 
-// Picks the long-window channels' weight on validation: the candidate (0 = channels off) with
-// the best validation F1 under Minder's streaming gate, each recalibrated. Rows go to `study`.
-double ChooseLongWeight(const FleetEvalOptions& o, const std::vector<LabelledJob>& val,
-                        const std::vector<ScoreTrace>& minder, const std::vector<int>& cart,
-                        const Schedule& base, json* study, std::FILE* progress) {
-  if (o.long_window_s <= 0 || minder.empty()) return 0;
-  std::vector<double> candidates = {0};
-  candidates.insert(candidates.end(), o.long_weights.begin(), o.long_weights.end());
+// The same for the level-shift channels ("metric~Ls", MinderOptions::shift.weight).
+std::vector<ScoreTrace> ScaleShiftChannels(const std::vector<ScoreTrace>& traces, double weight) {
+  if (traces.empty()) return traces;
+  std::vector<double> factor;
+  for (const std::string& name : traces[0].channels) {
+    factor.push_back(IsShiftChannel(name) ? weight : 1.0);
+  }
+  return ScaleChannels(traces, factor);
+}
+
+// Picks a channel family's weight on validation: the candidate (0 = channels off) with the
+// best validation F1 under Minder's streaming gate, each recalibrated. `order_for(weight)` is
+// the channel order a candidate runs with, `scale(traces, weight)` applies it; rows (tagged
+// `key` = weight) go to `study`.
+template <typename OrderFor, typename Scale>
+double ChooseChannelWeight(const char* family, const char* key, std::vector<double> candidates,
+                           const std::vector<LabelledJob>& val,
+                           const std::vector<ScoreTrace>& minder, const Schedule& base,
+                           const FleetEvalOptions& o, OrderFor order_for, Scale scale,
+                           json* study, std::FILE* progress) {
+  candidates.insert(candidates.begin(), 0);
   double best = 0, best_f1 = -1;
   for (const double weight : candidates) {
-    DetectorPlan p;
-    p.drop_long = weight <= 0;
-    const std::vector<int> ord = PlanOrder(p, minder[0].channels, cart);
+    const std::vector<int> ord = order_for(weight);
     json row = weight <= 0 ? StudyRow(val, minder, base, ord, o.fa_budget)
-                           : StudyRow(val, ScaleLongChannels(minder, weight), base, ord,
-                                      o.fa_budget);
-    row["long_weight"] = weight;
-    row["variant"] = weight <= 0 ? std::string("long-window channels off")
-                                 : "long-window weight " + std::to_string(weight).substr(0, 4);
+                           : StudyRow(val, scale(minder, weight), base, ord, o.fa_budget);
+    row[key] = weight;
+    row["variant"] = weight <= 0 ? std::string(family) + " channels off"
+                                 : std::string(family) + " weight " +
+                                       std::to_string(weight).substr(0, 4);
     if (progress) {
-      std::fprintf(progress, "  long weight %-5.2f thr %7.3f val FA/md %.4f R %.3f F1 %.3f\n",
-                   weight, row["threshold"].get<double>(),
+      std::fprintf(progress, "  %s weight %-5.2f thr %7.3f val FA/md %.4f R %.3f F1 %.3f\n",
+                   family, weight, row["threshold"].get<double>(),
                    row["val_fa_per_machine_day"].get<double>(), row["val_recall"].get<double>(),
                    row["val_f1"].get<double>());
     }
@@ -516,6 +556,42 @@ double ChooseLongWeight(const FleetEvalOptions& o, const std::vector<LabelledJob
     study->push_back(std::move(row));
   }
   return best;
+}
+
+// The level-shift channels' weight, on traces whose long-window weight is already applied (or
+// dropped: long_off).
+double ChooseShiftWeight(const FleetEvalOptions& o, const std::vector<LabelledJob>& val,
+                         const std::vector<ScoreTrace>& minder, const std::vector<int>& cart,
+                         const Schedule& base, bool long_off, json* study, std::FILE* progress) {
+  if (o.shift_window_s <= 0 || minder.empty()) return 0;
+  auto order_for = [&](double weight) {
+    std::vector<int> ord = cart;
+    ord.erase(std::remove_if(ord.begin(), ord.end(),
+                             [&](int c) {
+                               const std::string& n = minder[0].channels[c];
+                               return (long_off && IsLongChannel(n)) ||
+                                      (weight <= 0 && IsShiftChannel(n));
+                             }),
+              ord.end());
+    return ord;
+  };
+  return ChooseChannelWeight("level-shift", "shift_weight", o.shift_weights, val, minder, base, o,
+                             order_for, ScaleShiftChannels, study, progress);
+}
+
+// The long-window channels' weight (the level-shift weight is chosen after this one).
+double ChooseLongWeight(const FleetEvalOptions& o, const std::vector<LabelledJob>& val,
+                        const std::vector<ScoreTrace>& minder, const std::vector<int>& cart,
+                        const Schedule& base, json* study, std::FILE* progress) {
+  if (o.long_window_s <= 0 || minder.empty()) return 0;
+  auto order_for = [&](double weight) {
+    DetectorPlan p;
+    p.drop_long = weight <= 0;
+    p.drop_shift = true;
+    return PlanOrder(p, minder[0].channels, cart);
+  };
+  return ChooseChannelWeight("long-window", "long_weight", o.long_weights, val, minder, base, o,
+                             order_for, ScaleLongChannels, study, progress);
 }
 
 // Rows of ReplayStudy for one set of (already normalised) validation traces.
@@ -716,6 +792,8 @@ Result<json> RunFleetEval(const FleetEvalOptions& options, std::FILE* progress) 
                       {"exclude_flagged_s", o.exclude_flagged_s},
                       {"channel_norm_quantile", o.channel_norm_quantile},
                       {"any_channel", o.any_channel},
+                      {"shift", {{"window_s", o.shift_window_s}, {"block_s", o.shift_block_s},
+                                 {"ref_s", o.shift_ref_s}}},
                       {"gate", {{"min_fraction", o.min_fraction}, {"min_channels", o.min_channels}}}};
   if (progress) {
     std::fprintf(progress, "simulated %d+%d+%d jobs of %d machines x %lld s (%.1f s); "
@@ -774,7 +852,7 @@ Result<json> RunFleetEval(const FleetEvalOptions& options, std::FILE* progress) 
   }
   // Long-window channel weight, chosen on validation (0 = channels off), applied to every
   // per-metric Minder trace from here on.
-  double long_weight = 0;
+  double long_weight = 0, shift_weight = 0;
   if (traces.count("minder")) {
     Schedule sch{Mode::kStreaming,
                  GateOptions{3.5, GateSpan(o.streaming_tc_s, o.window - 1, o.min_fraction),
@@ -792,6 +870,20 @@ Result<json> RunFleetEval(const FleetEvalOptions& options, std::FILE* progress) 
       for (const char* key : {"minder", "minder_raw"}) {
         if (!traces.count(key)) continue;
         for (auto& split : traces[key]) split = ScaleLongChannels(split, long_weight);
+      }
+    }
+    // Level-shift channel weight, chosen on validation given the long-window weight.
+    if (o.shift_window_s > 0) {
+      json shift_study = json::array();
+      shift_weight = ChooseShiftWeight(o, splits[1].jobs, traces["minder"][1], order, sch,
+                                       long_weight <= 0, &shift_study, progress);
+      report["shift_weight_study"] = shift_study;
+      report["config"]["shift_weight_chosen"] = shift_weight;
+      if (shift_weight > 0) {
+        for (const char* key : {"minder", "minder_raw"}) {
+          if (!traces.count(key)) continue;
+          for (auto& split : traces[key]) split = ScaleShiftChannels(split, shift_weight);
+        }
       }
     }
   }
@@ -814,6 +906,8 @@ Result<json> RunFleetEval(const FleetEvalOptions& options, std::FILE* progress) 
         p.trace_key == "minder" || p.trace_key == "minder_raw";
     if (per_metric_minder && long_weight <= 0) p.drop_long = true;
     if (per_metric_minder && long_weight > 0) p.spec["long_weight"] = long_weight;
+    if (per_metric_minder && shift_weight <= 0) p.drop_shift = true;
+    if (per_metric_minder && shift_weight > 0) p.spec["shift_weight"] = shift_weight;
     std::vector<std::vector<ScoreTrace>> fused;
     if (p.heartbeat) {
       LOOM_ASSIGN_OR_RETURN(fused, FuseHeartbeat(traces["heartbeat"], traces[p.trace_key],
@@ -859,6 +953,7 @@ Result<json> RunFleetEval(const FleetEvalOptions& options, std::FILE* progress) 
   if (traces.count("minder")) {
     DetectorPlan minder_plan;
     minder_plan.drop_long = long_weight <= 0;
+    minder_plan.drop_shift = shift_weight <= 0;
     const std::vector<int> minder_order =
         PlanOrder(minder_plan, traces["minder"][1][0].channels, order);
     json sweep = json::array();

@@ -54,8 +54,46 @@ TEST(FleetEvalTest, TinyRunCalibratesOnValidationAndReportsSummary) {
   }
   EXPECT_TRUE(rep["summary"]["per_call_ms_1024"].is_null());  // N = 1024 not timed here
   EXPECT_EQ(rep["timing"][0]["machines"], 16);
-  // CART ranks all 8 simulated metrics and their 8 long-window channels ("metric@120s").
+  // CART ranks all 8 simulated metrics and their 8 long-window channels ("metric@120s");
+  // the level-shift channels are off by default.
   EXPECT_EQ(rep["priority"].size(), 16u);
+  EXPECT_EQ(rep["config"]["shift"]["window_s"].get<int64_t>(), 0);
+  EXPECT_FALSE(rep.contains("shift_weight_study"));
+  EXPECT_FALSE(FormatEvalTable(rep).empty());
+}
+
+TEST(FleetEvalTest, LevelShiftChannelsJoinCartAndTheirWeightIsPickedOnValidation) {
+  FleetEvalOptions o = FleetEvalOptions::Quick();
+  o.machines = 16;
+  o.seconds = 3600;
+  o.train_jobs = o.val_jobs = 1;
+  o.test_jobs = 0;
+  o.faults_per_machine_day = 12;
+  o.detectors = {"minder"};
+  o.timing_machines = {16};
+  o.timing_seconds = 120;
+  o.bootstrap = 50;
+  o.shift_window_s = 99;
+  Result<nlohmann::json> r = RunFleetEval(o, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const nlohmann::json& rep = *r;
+  // 8 metrics + 8 long-window ("metric@120s") + 8 level-shift ("metric~99s") channels.
+  EXPECT_EQ(rep["priority"].size(), 24u);
+  EXPECT_EQ(rep["config"]["shift"]["window_s"].get<int64_t>(), 99);
+  // The level-shift weight is picked on validation among "off" and FleetEvalOptions::shift_weights.
+  ASSERT_EQ(rep["shift_weight_study"].size(), 1 + o.shift_weights.size());
+  const double shift_chosen = rep["config"]["shift_weight_chosen"].get<double>();
+  double best_shift_f1 = -1;
+  for (const nlohmann::json& r : rep["shift_weight_study"]) {
+    best_shift_f1 = std::max(best_shift_f1, r["val_f1"].get<double>());
+  }
+  int chosen_rows = 0;
+  for (const nlohmann::json& r : rep["shift_weight_study"]) {
+    if (r["shift_weight"].get<double>() != shift_chosen) continue;
+    ++chosen_rows;
+    EXPECT_EQ(r["val_f1"].get<double>(), best_shift_f1);
+  }
+  EXPECT_EQ(chosen_rows, 1);
   // The long-window weight is picked on validation among "off" and FleetEvalOptions::long_weights.
   ASSERT_EQ(rep["long_weight_study"].size(), 1 + o.long_weights.size());
   const double chosen = rep["config"]["long_weight_chosen"].get<double>();
