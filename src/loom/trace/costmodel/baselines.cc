@@ -295,104 +295,22 @@ std::vector<float> Mlp::Predict(const FeatureMatrix& x) const {
   return y;
 }
 
-// ----------------------------------------------------------------------------------- KMeans
-
-namespace {
-double Dist2(const float* a, const float* b, int64_t n) {
-  double s = 0;
-  for (int64_t i = 0; i < n; ++i) s += double(a[i] - b[i]) * (a[i] - b[i]);
-  return s;
-}
-}  // namespace
-
-std::vector<int> KMeansSelect(const FeatureMatrix& x, int k, uint64_t seed) {
-  const int n = static_cast<int>(x.rows), d = static_cast<int>(x.cols);
-  k = std::min(k, n);
-  if (k <= 0) return {};
-  std::mt19937_64 rng(seed);
-  // k-means++ seeding.
-  std::vector<std::vector<float>> cent;
-  std::vector<double> best(n, std::numeric_limits<double>::max());
-  int first = static_cast<int>(rng() % n);
-  cent.emplace_back(x.Row(first), x.Row(first) + d);
-  while (static_cast<int>(cent.size()) < k) {
-    double total = 0;
-    for (int i = 0; i < n; ++i) {
-      best[i] = std::min(best[i], Dist2(x.Row(i), cent.back().data(), d));
-      total += best[i];
-    }
-    int pick = 0;
-    if (total > 0) {
-      double r = std::uniform_real_distribution<double>(0, total)(rng);
-      for (pick = 0; pick < n - 1 && (r -= best[pick]) > 0; ++pick) {
-      }
-    }
-    cent.emplace_back(x.Row(pick), x.Row(pick) + d);
+FeatureMatrix Mlp::Embed(const FeatureMatrix& x) const {
+  LOOM_CHECK(!impl_->w.empty()) << "Embed before Train";
+  const FeatureMatrix xn = impl_->norm.Apply(x);
+  Eigen::MatrixXf in(xn.cols, xn.rows);
+  for (int64_t r = 0; r < xn.rows; ++r) {
+    for (int64_t c = 0; c < xn.cols; ++c) in(c, r) = xn.Row(r)[c];
   }
-  // Lloyd iterations.
-  std::vector<int> assign(n, 0);
-  for (int it = 0; it < 25; ++it) {
-    for (int i = 0; i < n; ++i) {
-      double bd = std::numeric_limits<double>::max();
-      for (int c = 0; c < k; ++c) {
-        double dd = Dist2(x.Row(i), cent[c].data(), d);
-        if (dd < bd) {
-          bd = dd;
-          assign[i] = c;
-        }
-      }
-    }
-    std::vector<std::vector<double>> sum(k, std::vector<double>(d, 0));
-    std::vector<int> cnt(k, 0);
-    for (int i = 0; i < n; ++i) {
-      ++cnt[assign[i]];
-      for (int j = 0; j < d; ++j) sum[assign[i]][j] += x.Row(i)[j];
-    }
-    for (int c = 0; c < k; ++c) {
-      if (cnt[c] == 0) continue;
-      for (int j = 0; j < d; ++j) cent[c][j] = static_cast<float>(sum[c][j] / cnt[c]);
-    }
+  const Eigen::MatrixXf h = impl_->Forward(in)[2];  // [hidden x rows], after the second ReLU
+  FeatureMatrix out;
+  out.rows = xn.rows;
+  out.cols = h.rows();
+  out.data.resize(out.rows * out.cols);
+  for (int64_t r = 0; r < out.rows; ++r) {
+    for (int64_t c = 0; c < out.cols; ++c) out.Row(r)[c] = h(c, r);
   }
-  std::vector<int> cnt(k, 0);
-  for (int a : assign) ++cnt[a];
-  std::vector<int> order(k);
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return cnt[a] > cnt[b]; });
-  std::vector<char> taken(n, 0);
-  std::vector<int> picked;
-  for (int c : order) {
-    if (cnt[c] == 0) continue;
-    int bi = -1;
-    double bd = std::numeric_limits<double>::max();
-    for (int i = 0; i < n; ++i) {
-      if (taken[i] || assign[i] != c) continue;
-      double dd = Dist2(x.Row(i), cent[c].data(), d);
-      if (dd < bd) {
-        bd = dd;
-        bi = i;
-      }
-    }
-    if (bi >= 0) {
-      taken[bi] = 1;
-      picked.push_back(bi);
-    }
-  }
-  while (static_cast<int>(picked.size()) < k) {  // farthest-point fill
-    int bi = -1;
-    double bd = -1;
-    for (int i = 0; i < n; ++i) {
-      if (taken[i]) continue;
-      double nearest = std::numeric_limits<double>::max();
-      for (int p : picked) nearest = std::min(nearest, Dist2(x.Row(i), x.Row(p), d));
-      if (nearest > bd) {
-        bd = nearest;
-        bi = i;
-      }
-    }
-    taken[bi] = 1;
-    picked.push_back(bi);
-  }
-  return picked;
+  return out;
 }
 
 }  // namespace loom::trace::costmodel

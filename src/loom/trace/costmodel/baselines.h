@@ -3,7 +3,7 @@
 //   Roofline      max(flops / peak, bytes / bandwidth) with the device's measured peaks.
 //   XgbRegressor  XGBoost (C API, libxgboost) on pooled leaf features + device vector, log target.
 //   Mlp           small MLP (Eigen, Adam) on the same pooled features: no positions, no sequence.
-//   KMeansSelect  CDMPP's few-shot selection: k clusters, one sample nearest each centroid.
+// (Few-shot selection, KMeansSelect included, is in fewshot_select.h.)
 // Inputs are row-major float matrices (FeatureMatrix); targets are ln(latency in seconds).
 //
 // Thread-safety: objects are used from one thread at a time; distinct objects are independent.
@@ -91,6 +91,9 @@ class Mlp {
   // More Adam steps on (x, y) with the existing normalisation (CDMPP-style fine-tuning).
   void FineTune(const FeatureMatrix& x, const std::vector<float>& y, int epochs, double lr);
   std::vector<float> Predict(const FeatureMatrix& x) const;
+  // The last hidden layer's activations (ReLU outputs, `hidden` columns) of each row: the MLP's
+  // latent representation, for few-shot selection in the model's own feature space.
+  FeatureMatrix Embed(const FeatureMatrix& x) const;
   // An independent copy (weights, normalisation, optimiser state).
   Mlp Clone() const;
 
@@ -98,10 +101,5 @@ class Mlp {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
-
-// Picks min(k, rows) distinct row indices: k-means++ (seeded) + Lloyd, then clusters largest
-// first, each contributing its unpicked row nearest the centroid; empty clusters are filled by
-// farthest-point picks. Deterministic for a given seed. `x` should be standardised.
-std::vector<int> KMeansSelect(const FeatureMatrix& x, int k, uint64_t seed);
 
 }  // namespace loom::trace::costmodel

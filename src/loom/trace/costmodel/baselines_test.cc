@@ -7,6 +7,7 @@
 #include <random>
 #include <set>
 
+#include "loom/trace/costmodel/fewshot_select.h"
 #include "loom/trace/costmodel/metrics.h"
 
 namespace loom::trace::costmodel {

@@ -13,7 +13,14 @@ void AddEvalFlags(CLI::App& app, EvalCommand* c) {
   app.add_option("--targets", o.target_devices, "held-out devices (default: all)");
   app.add_option("--group", o.holdout_group, "held-out shape group")->default_val(o.holdout_group);
   app.add_option("--fewshot-fraction", o.fewshot_fraction)->default_val(o.fewshot_fraction);
-  app.add_option("--random-seeds", o.random_seeds)->default_val(o.random_seeds);
+  app.add_option("--random-seeds", o.random_seeds, "seeds per few-shot method")
+      ->default_val(o.random_seeds);
+  app.add_option("--fewshot-methods", o.fewshot_methods,
+                 "random stratified kmeans kmeans_unweighted kmeans_pooled (old selection)")
+      ->default_val(o.fewshot_methods);
+  app.add_flag_function(
+      "--fewshot-only", [&o](std::int64_t) { o.run_splits = false; },
+      "skip the MAPE splits, run only the few-shot comparison");
   app.add_option("--fewshot-weight", o.fewshot_weight, "XGBoost weight / MLP copies of a pick")
       ->default_val(o.fewshot_weight);
   app.add_option("--max-iqr-rel", o.max_iqr_rel, "drop samples with noisier timings first")
@@ -55,6 +62,17 @@ int RunEvalCommand(const EvalCommand& c) {
     j["samples"] = ds->samples.size();
     j["seconds"] = seconds;
     j["note"] = "devices are ISA/thread variants of one host sharing one memory hierarchy";
+    const EvalOptions& o = c.options;
+    j["options"] = {{"targets", o.target_devices},
+                    {"fewshot_fraction", o.fewshot_fraction},
+                    {"fewshot_methods", o.fewshot_methods},
+                    {"seeds", o.random_seeds},
+                    {"fewshot_weight", o.fewshot_weight},
+                    {"finetune_epochs", o.finetune_epochs},
+                    {"seed", o.seed},
+                    {"run_splits", o.run_splits},
+                    {"learned_model", o.learned_model ? o.learned_model_name : ""},
+                    {"adapt_to_test", o.adapt_to_test}};
     std::ofstream out(c.json_out);
     out << j.dump(2) << "\n";
     if (!out) {

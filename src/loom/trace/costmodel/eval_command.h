@@ -19,8 +19,8 @@ struct EvalCommand {
   std::string json_out;  // also write the report here ("" = no)
 };
 
-// --data --targets --group --fewshot-fraction --random-seeds --fewshot-weight --max-iqr-rel
-// --finetune-epochs --seed --xgb-rounds --mlp-epochs --json.
+// --data --targets --group --fewshot-fraction --random-seeds --fewshot-methods --fewshot-only
+// --fewshot-weight --max-iqr-rel --finetune-epochs --seed --xgb-rounds --mlp-epochs --json.
 void AddEvalFlags(CLI::App& app, EvalCommand* command);
 // Returns an exit code (0 ok, 1 failure) and prints the report or the error.
 int RunEvalCommand(const EvalCommand& command);

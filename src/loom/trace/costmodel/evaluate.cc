@@ -9,6 +9,7 @@
 #include <random>
 #include <set>
 
+#include "loom/trace/costmodel/fewshot_select.h"
 #include "loom/trace/costmodel/metrics.h"
 
 namespace loom::trace::costmodel {
@@ -95,8 +96,38 @@ Result<std::vector<MetricRow>> EvaluateSplit(const Dataset& ds, const std::vecto
   return rows;
 }
 
+namespace {
+
+FeatureMatrix FromRows(const std::vector<std::vector<float>>& rows) {
+  FeatureMatrix m;
+  for (const std::vector<float>& r : rows) m.AddRow(r);
+  return m;
+}
+
+void MeanStd(FewShotArm* arm) {
+  double m = 0, q = 0;
+  for (double x : arm->mapes) m += x / arm->mapes.size();
+  for (double x : arm->mapes) q += (x - m) * (x - m) / arm->mapes.size();
+  arm->mean = m;
+  arm->std = std::sqrt(q);
+}
+
+bool KnownMethod(const std::string& m) {
+  return m == "random" || m == "stratified" || m == "kmeans" || m == "kmeans_unweighted" ||
+         m == "kmeans_pooled";
+}
+
+}  // namespace
+
 Result<std::vector<FewShotRow>> EvaluateFewShot(const Dataset& ds, const std::string& target,
                                                 const EvalOptions& o) {
+  for (const std::string& m : o.fewshot_methods) {
+    if (!KnownMethod(m)) {
+      return InvalidArgumentError("costmodel: unknown few-shot method '" + m +
+                                  "' (random, stratified, kmeans, kmeans_unweighted, "
+                                  "kmeans_pooled)");
+    }
+  }
   std::vector<int> source, pool;
   for (int i = 0; i < static_cast<int>(ds.samples.size()); ++i) {
     (ds.samples[i].device == target ? pool : source).push_back(i);
@@ -117,81 +148,129 @@ Result<std::vector<FewShotRow>> EvaluateFewShot(const Dataset& ds, const std::st
     learned0 = o.learned_model();
     LOOM_RETURN_IF_ERROR(learned0->Train(ds, source, o.adapt_to_test ? pool : std::vector<int>{}));
   }
+  enum Model { kXgb = 0, kMlp = 1, kLearned = 2 };
+  const int n_models = learned0 ? 3 : 2;
 
-  // Scores one selection (positions into `pool`) for both models.
-  struct Mapes {
-    double xgb = 0, mlp = 0, learned = 0;
-  };
-  auto run = [&](const std::vector<int>& picked_pos) -> Result<Mapes> {
+  // MAPE on the pool's remaining samples of model `m` adapted with `sel` (positions into pool).
+  auto score = [&](int m, const Selection& sel) -> Result<double> {
     std::vector<int> picked;
-    for (int p : picked_pos) picked.push_back(pool[p]);
+    for (int p : sel.picks) picked.push_back(pool[p]);
     const std::vector<int> test = Without(pool, picked);
-    LOOM_ASSIGN_OR_RETURN(FeatureMatrix xt, PooledMatrix(ds, test));
-    LOOM_ASSIGN_OR_RETURN(FeatureMatrix xa, PooledMatrix(ds, Concat(source, picked)));
-    std::vector<float> w(source.size(), 1.f);
-    w.resize(source.size() + picked.size(), o.fewshot_weight);
-    LOOM_ASSIGN_OR_RETURN(
-        XgbRegressor xgb,
-        XgbRegressor::Train(xa, LogTargets(ds, Concat(source, picked)), o.xgb, &w));
-    LOOM_ASSIGN_OR_RETURN(std::vector<float> px, xgb.Predict(xt));
-    std::vector<int> mix = source;
-    for (int c = 0; c < static_cast<int>(o.fewshot_weight); ++c) mix = Concat(mix, picked);
-    LOOM_ASSIGN_OR_RETURN(FeatureMatrix xk, PooledMatrix(ds, mix));
-    Mlp mlp = mlp0.Clone();
-    mlp.FineTune(xk, LogTargets(ds, mix), o.finetune_epochs, o.finetune_lr);
     const std::vector<double> truth = Truth(ds, test);
-    Mapes m{Mape(truth, Exp(px)), Mape(truth, Exp(mlp.Predict(xt)))};
-    if (learned0) {
-      std::unique_ptr<LatencyModel> learned = learned0->Clone();
-      LOOM_RETURN_IF_ERROR(learned->FineTune(ds, mix));
-      LOOM_ASSIGN_OR_RETURN(std::vector<double> pl, learned->PredictSeconds(ds, test));
-      m.learned = Mape(truth, pl);
+    if (m == kXgb) {
+      LOOM_ASSIGN_OR_RETURN(FeatureMatrix xt, PooledMatrix(ds, test));
+      LOOM_ASSIGN_OR_RETURN(FeatureMatrix xa, PooledMatrix(ds, Concat(source, picked)));
+      std::vector<float> w(source.size(), 1.f);
+      for (double pw : sel.weights) w.push_back(static_cast<float>(o.fewshot_weight * pw));
+      LOOM_ASSIGN_OR_RETURN(
+          XgbRegressor xgb,
+          XgbRegressor::Train(xa, LogTargets(ds, Concat(source, picked)), o.xgb, &w));
+      LOOM_ASSIGN_OR_RETURN(std::vector<float> px, xgb.Predict(xt));
+      return Mape(truth, Exp(px));
     }
-    return m;
+    // Source, then the picks round by round (equal weights: fewshot_weight copies of the picks,
+    // in the order the original evaluation used).
+    const std::vector<int> copies = CopiesForWeights(sel.weights, o.fewshot_weight);
+    std::vector<int> mix = source;
+    const int rounds = copies.empty() ? 0 : *std::max_element(copies.begin(), copies.end());
+    for (int c = 0; c < rounds; ++c) {
+      for (size_t j = 0; j < picked.size(); ++j) {
+        if (copies[j] > c) mix.push_back(picked[j]);
+      }
+    }
+    if (m == kMlp) {
+      LOOM_ASSIGN_OR_RETURN(FeatureMatrix xt, PooledMatrix(ds, test));
+      LOOM_ASSIGN_OR_RETURN(FeatureMatrix xk, PooledMatrix(ds, mix));
+      Mlp mlp = mlp0.Clone();
+      mlp.FineTune(xk, LogTargets(ds, mix), o.finetune_epochs, o.finetune_lr);
+      return Mape(truth, Exp(mlp.Predict(xt)));
+    }
+    std::unique_ptr<LatencyModel> learned = learned0->Clone();
+    LOOM_RETURN_IF_ERROR(learned->FineTune(ds, mix));
+    LOOM_ASSIGN_OR_RETURN(std::vector<double> pl, learned->PredictSeconds(ds, test));
+    return Mape(truth, pl);
   };
 
-  FewShotRow rx{target, "xgboost", budget}, rm{target, "mlp_no_pe", budget};
-  FewShotRow rl{target, o.learned_model_name, budget};
-  rx.n_test = rm.n_test = rl.n_test = static_cast<int>(pool.size()) - budget;
+  std::vector<FewShotRow> rows(n_models);
+  const char* names[3] = {"xgboost", "mlp_no_pe", nullptr};
+  for (int m = 0; m < n_models; ++m) {
+    rows[m].target = target;
+    rows[m].model = m == kLearned ? o.learned_model_name : names[m];
+    rows[m].budget = budget;
+    rows[m].n_test = static_cast<int>(pool.size()) - budget;
+  }
   {  // zero-shot on the whole pool
     const std::vector<double> truth = Truth(ds, pool);
     LOOM_ASSIGN_OR_RETURN(std::vector<float> px, xgb0.Predict(xp));
-    rx.zero_shot_mape = Mape(truth, Exp(px));
-    rm.zero_shot_mape = Mape(truth, Exp(mlp0.Predict(xp)));
+    rows[kXgb].zero_shot_mape = Mape(truth, Exp(px));
+    rows[kMlp].zero_shot_mape = Mape(truth, Exp(mlp0.Predict(xp)));
     if (learned0) {
       LOOM_ASSIGN_OR_RETURN(std::vector<double> pl, learned0->PredictSeconds(ds, pool));
-      rl.zero_shot_mape = Mape(truth, pl);
+      rows[kLearned].zero_shot_mape = Mape(truth, pl);
     }
   }
-  const FeatureMatrix xpn = Standardizer::Fit(xp).Apply(xp);
-  LOOM_ASSIGN_OR_RETURN(Mapes km, run(KMeansSelect(xpn, budget, o.seed)));
-  rx.kmeans_mape = km.xgb;
-  rm.kmeans_mape = km.mlp;
-  rl.kmeans_mape = km.learned;
-  std::vector<double> rxs, rms, rls;
-  for (int s = 0; s < o.random_seeds; ++s) {
-    std::mt19937_64 rng(o.seed * 1000 + s);
-    std::vector<int> pos(pool.size());
-    for (size_t i = 0; i < pos.size(); ++i) pos[i] = static_cast<int>(i);
-    std::shuffle(pos.begin(), pos.end(), rng);
-    pos.resize(budget);
-    LOOM_ASSIGN_OR_RETURN(Mapes r, run(pos));
-    rxs.push_back(r.xgb);
-    rms.push_back(r.mlp);
-    rls.push_back(r.learned);
+  // What KMeans clusters for each model: the model's latents, or standardised pooled features.
+  const FeatureMatrix pooled = Standardizer::Fit(xp).Apply(xp);
+  std::vector<FeatureMatrix> space(n_models);
+  std::vector<std::string> space_name(n_models, "pooled");
+  space[kXgb] = pooled;
+  space[kMlp] = mlp0.Embed(xp);
+  space_name[kMlp] = "latent";
+  if (learned0) {
+    Result<std::vector<std::vector<float>>> z = learned0->Latents(ds, pool);
+    if (z.ok()) {
+      space[kLearned] = FromRows(*z);
+      space_name[kLearned] = "latent";
+    } else if (z.status().code() == StatusCode::kUnimplemented) {
+      space[kLearned] = pooled;
+    } else {
+      return z.status();
+    }
   }
-  auto mean_std = [](const std::vector<double>& v, double* mean, double* sd) {
-    double m = 0, q = 0;
-    for (double x : v) m += x / v.size();
-    for (double x : v) q += (x - m) * (x - m) / v.size();
-    *mean = m;
-    *sd = std::sqrt(q);
-  };
-  mean_std(rxs, &rx.random_mape_mean, &rx.random_mape_std);
-  mean_std(rms, &rm.random_mape_mean, &rm.random_mape_std);
-  if (!learned0) return std::vector<FewShotRow>{rx, rm};
-  mean_std(rls, &rl.random_mape_mean, &rl.random_mape_std);
-  return std::vector<FewShotRow>{rx, rm, rl};
+  for (int m = 0; m < n_models; ++m) {  // a model that blew up on the pool: pooled features
+    if (!std::all_of(space[m].data.begin(), space[m].data.end(),
+                     [](float v) { return std::isfinite(v); })) {
+      space[m] = pooled;
+      space_name[m] = "pooled";
+    }
+  }
+  std::vector<int> kinds;
+  for (int i : pool) kinds.push_back(static_cast<int>(ds.samples[i].spec.kind));
+
+  for (const std::string& method : o.fewshot_methods) {
+    const bool kmeans = method.rfind("kmeans", 0) == 0;
+    std::vector<FewShotArm> arms(n_models);
+    for (int m = 0; m < n_models; ++m) {
+      arms[m].method = method;
+      arms[m].space = !kmeans ? "-" : method == "kmeans_pooled" ? "pooled" : space_name[m];
+      arms[m].size_weighted = method == "kmeans";
+    }
+    for (int s = 0; s < o.random_seeds; ++s) {
+      for (int m = 0; m < n_models; ++m) {
+        Selection sel;
+        if (method == "random") {
+          sel = RandomSelection(static_cast<int>(pool.size()), budget, o.seed * 1000 + s);
+        } else if (method == "stratified") {
+          sel = StratifiedSelection(kinds, budget, o.seed * 1000 + s);
+        } else {
+          const FeatureMatrix& x = method == "kmeans_pooled" ? pooled : space[m];
+          sel = KMeansSelection(x, budget, o.seed + s, arms[m].size_weighted);
+        }
+        LOOM_ASSIGN_OR_RETURN(double mape, score(m, sel));
+        arms[m].mapes.push_back(mape);
+      }
+    }
+    for (int m = 0; m < n_models; ++m) {
+      MeanStd(&arms[m]);
+      if (method == "kmeans") rows[m].kmeans_mape = arms[m].mean;
+      if (method == "random") {
+        rows[m].random_mape_mean = arms[m].mean;
+        rows[m].random_mape_std = arms[m].std;
+      }
+      rows[m].arms.push_back(arms[m]);
+    }
+  }
+  return rows;
 }
 
 Result<EvalReport> RunEvaluation(const Dataset& all, const EvalOptions& o) {
@@ -222,8 +301,8 @@ Result<EvalReport> RunEvaluation(const Dataset& all, const EvalOptions& o) {
   for (int i = 0; i < static_cast<int>(ds.samples.size()); ++i) {
     (held.count(ds.samples[i].shape_key) ? test : train).push_back(i);
   }
-  LOOM_RETURN_IF_ERROR(add(EvaluateSplit(ds, train, test, "heldout_shapes", o)));
-  if (!o.holdout_group.empty()) {
+  if (o.run_splits) LOOM_RETURN_IF_ERROR(add(EvaluateSplit(ds, train, test, "heldout_shapes", o)));
+  if (o.run_splits && !o.holdout_group.empty()) {
     train.clear();
     test.clear();
     for (int i = 0; i < static_cast<int>(ds.samples.size()); ++i) {
@@ -245,7 +324,9 @@ Result<EvalReport> RunEvaluation(const Dataset& all, const EvalOptions& o) {
     for (int i = 0; i < static_cast<int>(ds.samples.size()); ++i) {
       (ds.samples[i].device == t ? test : train).push_back(i);
     }
-    LOOM_RETURN_IF_ERROR(add(EvaluateSplit(ds, train, test, "heldout_device:" + t, o)));
+    if (o.run_splits) {
+      LOOM_RETURN_IF_ERROR(add(EvaluateSplit(ds, train, test, "heldout_device:" + t, o)));
+    }
     LOOM_ASSIGN_OR_RETURN(std::vector<FewShotRow> fs, EvaluateFewShot(ds, t, o));
     report.fewshot.insert(report.fewshot.end(), fs.begin(), fs.end());
   }
@@ -265,15 +346,31 @@ std::string EvalReport::ToText() const {
     out += buf;
   }
   if (!fewshot.empty()) {
-    std::snprintf(buf, sizeof(buf), "\n%-10s %-11s %6s %6s %10s %10s %18s\n", "target", "model",
-                  "budget", "test", "zero-shot", "kmeans", "random(mean+-sd)");
+    std::snprintf(buf, sizeof(buf), "\n%-10s %-11s %6s %5s %9s", "target", "model", "budget",
+                  "test", "zero-shot");
     out += buf;
+    for (const FewShotArm& a : fewshot[0].arms) {
+      std::snprintf(buf, sizeof(buf), " %22s", a.method.c_str());
+      out += buf;
+    }
+    out += "   (MAPE, mean +- sd over seeds; kmeans space in [])\n";
   }
   for (const FewShotRow& r : fewshot) {
-    std::snprintf(buf, sizeof(buf), "%-10s %-11s %6d %6d %9.1f%% %9.1f%% %9.1f%% +- %4.1f\n",
-                  r.target.c_str(), r.model.c_str(), r.budget, r.n_test, 100 * r.zero_shot_mape,
-                  100 * r.kmeans_mape, 100 * r.random_mape_mean, 100 * r.random_mape_std);
+    std::snprintf(buf, sizeof(buf), "%-10s %-11s %6d %5d %8.1f%%", r.target.c_str(),
+                  r.model.c_str(), r.budget, r.n_test, 100 * r.zero_shot_mape);
     out += buf;
+    for (const FewShotArm& a : r.arms) {
+      std::string tag;  // "[lat]" / "[poo]" (built with +=: GCC 12 warns falsely on "[" + s)
+      if (a.space != "-") {
+        tag += '[';
+        tag += a.space.substr(0, 3);
+        tag += ']';
+      }
+      std::snprintf(buf, sizeof(buf), " %6.1f%% +- %4.1f %-6s", 100 * a.mean, 100 * a.std,
+                    tag.c_str());
+      out += buf;
+    }
+    out += "\n";
   }
   return out;
 }
@@ -298,7 +395,16 @@ std::string EvalReport::ToJson() const {
                             {"zero_shot_mape", r.zero_shot_mape},
                             {"kmeans_mape", r.kmeans_mape},
                             {"random_mape_mean", r.random_mape_mean},
-                            {"random_mape_std", r.random_mape_std}});
+                            {"random_mape_std", r.random_mape_std},
+                            {"arms", nlohmann::json::array()}});
+    for (const FewShotArm& a : r.arms) {
+      j["fewshot"].back()["arms"].push_back({{"method", a.method},
+                                             {"space", a.space},
+                                             {"size_weighted", a.size_weighted},
+                                             {"mape_per_seed", a.mapes},
+                                             {"mape_mean", a.mean},
+                                             {"mape_std", a.std}});
+    }
   }
   return j.dump(2);
 }

@@ -8,10 +8,20 @@
 //           one host sharing one memory hierarchy, and the same kernel instances appear on the
 //           source devices: a proxy for cross-device transfer, not new hardware.
 // Few-shot (per target device): a budget of `fewshot_fraction` of the target's samples is
-// chosen by KMeansSelect (pooled standardised features) or uniformly at random (`random_seeds`
-// seeds); XGBoost retrains with those samples added (weight `fewshot_weight`), the pretrained
-// MLP is fine-tuned for a few epochs on the source plus `fewshot_weight` copies of each pick
-// (fine-tuning on 5% alone overfits); both are scored on the target's remaining samples.
+// chosen by each of `fewshot_methods` (fewshot_select.h), `random_seeds` seeds each; XGBoost
+// retrains with those samples added (weight `fewshot_weight` x the pick's weight), the pretrained
+// MLP / learned model is fine-tuned for a few epochs on the source plus
+// round(`fewshot_weight` x weight) copies of each pick (fine-tuning on 5% alone overfits); all
+// are scored on the target's remaining samples. Methods:
+//   random             uniform picks, weight 1 (seed: seed * 1000 + s, as before).
+//   stratified         uniform within kernel kinds, proportional allocation, weight 1.
+//   kmeans             KMeans medoids (k = budget, one pick per cluster) in each model's own
+//                      representation: the MLP's last hidden layer, the learned model's latents
+//                      (LatencyModel::Latents; pooled features if it has none), standardised
+//                      pooled features for XGBoost; each pick weighted by its cluster's size.
+//   kmeans_unweighted  the same picks, weight 1.
+//   kmeans_pooled      the original selection: medoids of the standardised pooled features for
+//                      every model, weight 1 (seed s = 0 reproduces the old single KMeans run).
 //
 // Thread-safety: pure functions of their inputs.
 #pragma once
@@ -31,7 +41,9 @@ struct EvalOptions {
   std::string holdout_group = "attention";  // "" skips the group split
   std::vector<std::string> target_devices;  // empty: every device in the dataset
   double fewshot_fraction = 0.05;
-  int random_seeds = 10;
+  int random_seeds = 10;  // seeds per few-shot method (k-means++ seeds for the KMeans ones)
+  std::vector<std::string> fewshot_methods = {"random", "stratified", "kmeans"};
+  bool run_splits = true;     // false: skip the MAPE splits, only the few-shot comparison
   float fewshot_weight = 10;  // XGBoost row weight; MLP: copies of each picked sample
   int finetune_epochs = 5;    // MLP: epochs over source + weighted picks
   double finetune_lr = 3e-4;
@@ -56,10 +68,22 @@ struct MetricRow {
   double mape = 0, median_ape = 0, rmse_log = 0, tau = 0;
 };
 
+// One few-shot method for one (target, model): the MAPE of each seed and their mean / sd.
+struct FewShotArm {
+  std::string method;
+  std::string space;  // what KMeans clustered: "latent", "pooled"; "-" for random/stratified
+  bool size_weighted = false;
+  std::vector<double> mapes;
+  double mean = 0, std = 0;
+};
+
 struct FewShotRow {
   std::string target, model;
   int budget = 0, n_test = 0;
-  double zero_shot_mape = 0, kmeans_mape = 0, random_mape_mean = 0, random_mape_std = 0;
+  double zero_shot_mape = 0;
+  std::vector<FewShotArm> arms;  // in EvalOptions::fewshot_methods order
+  // Copies of the "kmeans" arm's mean and the "random" arm's mean / sd (0 when not run).
+  double kmeans_mape = 0, random_mape_mean = 0, random_mape_std = 0;
 };
 
 struct EvalReport {
@@ -75,11 +99,12 @@ Result<std::vector<MetricRow>> EvaluateSplit(const Dataset& ds, const std::vecto
                                              const std::string& split_name,
                                              const EvalOptions& options);
 
-// KMeans vs random few-shot on `target` (see above).
+// The few-shot methods on `target` (see above); kInvalidArgument on an unknown method.
 Result<std::vector<FewShotRow>> EvaluateFewShot(const Dataset& ds, const std::string& target,
                                                 const EvalOptions& options);
 
-// Runs every split above (after the max_iqr_rel filter) and the few-shot comparison.
+// Runs every split above (unless !run_splits; after the max_iqr_rel filter) and the few-shot
+// comparison on every target device.
 Result<EvalReport> RunEvaluation(const Dataset& ds, const EvalOptions& options);
 
 }  // namespace loom::trace::costmodel

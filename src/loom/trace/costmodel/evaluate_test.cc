@@ -57,6 +57,43 @@ TEST(EvaluateTest, FewShotBudgetAndRows) {
             StatusCode::kInvalidArgument);
 }
 
+TEST(EvaluateTest, FewShotArmsPerMethodAndSeed) {
+  const Dataset ds = SyntheticDataset(120);
+  EvalOptions o = SmallOptions();
+  o.fewshot_methods = {"random", "stratified", "kmeans", "kmeans_unweighted", "kmeans_pooled"};
+  Result<std::vector<FewShotRow>> fs = EvaluateFewShot(ds, "avx2x1", o);
+  ASSERT_TRUE(fs.ok()) << fs.status();
+  ASSERT_EQ(fs->size(), 2u);
+  for (const FewShotRow& r : *fs) {
+    ASSERT_EQ(r.arms.size(), 5u);
+    for (size_t a = 0; a < r.arms.size(); ++a) {
+      const FewShotArm& arm = r.arms[a];
+      EXPECT_EQ(arm.method, o.fewshot_methods[a]);
+      ASSERT_EQ(arm.mapes.size(), 2u);  // random_seeds
+      EXPECT_GT(arm.mean, 0);
+      // The MLP sees one source device here, so the target's device columns are far outside
+      // its standardisation and its MAPE overflows; XGBoost's is finite.
+      if (r.model != "xgboost") continue;
+      EXPECT_NEAR(arm.mean, 0.5 * (arm.mapes[0] + arm.mapes[1]), 1e-12);
+      EXPECT_NEAR(arm.std, 0.5 * std::abs(arm.mapes[0] - arm.mapes[1]), 1e-12);
+    }
+    EXPECT_EQ(r.arms[0].space, "-");
+    EXPECT_EQ(r.arms[2].space, r.model == "xgboost" ? "pooled" : "latent");
+    EXPECT_TRUE(r.arms[2].size_weighted);
+    EXPECT_FALSE(r.arms[3].size_weighted);
+    EXPECT_EQ(r.arms[4].space, "pooled");
+    EXPECT_DOUBLE_EQ(r.kmeans_mape, r.arms[2].mean);
+    if (r.model != "xgboost") continue;
+    EXPECT_DOUBLE_EQ(r.random_mape_mean, r.arms[0].mean);
+    EXPECT_DOUBLE_EQ(r.random_mape_std, r.arms[0].std);
+  }
+  // XGBoost clusters the same pooled features with and without weights: same picks, and the
+  // weights change the result only through the row weights.
+  EXPECT_EQ((*fs)[0].arms[4].mapes, (*fs)[0].arms[3].mapes);
+  o.fewshot_methods = {"kmeans_typo"};
+  EXPECT_EQ(EvaluateFewShot(ds, "avx2x1", o).status().code(), StatusCode::kInvalidArgument);
+}
+
 TEST(SequenceTest, NormalisedLeavesPlusPositionsEndTokenAndMask) {
   Dataset ds = SyntheticDataset(3);
   KernelSpec gemm;

@@ -31,6 +31,15 @@ class LatencyModel {
                                                      const std::vector<int>& samples) const = 0;
   // An independent copy (weights, normalisation, optimiser state).
   virtual std::unique_ptr<LatencyModel> Clone() const = 0;
+  // The model's latent representation of each sample (one row per sample, equal lengths), used
+  // to pick few-shot samples in the model's own feature space (CDMPP's KMeans sampling).
+  // Optional: the default is kUnimplemented and callers fall back to pooled features.
+  virtual Result<std::vector<std::vector<float>>> Latents(const Dataset& ds,
+                                                          const std::vector<int>& samples) const {
+    (void)ds;
+    (void)samples;
+    return UnimplementedError("costmodel: this latency model has no latent representation");
+  }
 };
 
 // Makes a fresh, untrained model (the evaluation trains one per split).

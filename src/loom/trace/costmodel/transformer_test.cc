@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -83,6 +84,20 @@ TEST(TransformerTest, SameSeedSamePredictionsAndSaveLoadRoundTrip) {
   EXPECT_NE(*clone->PredictSeconds(ds, All(ds)), pa);
   EXPECT_EQ(*a.PredictSeconds(ds, All(ds)), pa);
   std::remove(path.c_str());
+  // Latents: one d_model-wide row per sample (after a ReLU), identical for the loaded copy.
+  Result<std::vector<std::vector<float>>> z = a.Latents(ds, target);
+  ASSERT_TRUE(z.ok()) << z.status().ToString();
+  ASSERT_EQ(z->size(), target.size());
+  float zmax = 0;
+  for (const std::vector<float>& row : *z) {
+    ASSERT_EQ(row.size(), 64u);
+    for (float v : row) {
+      EXPECT_GE(v, 0.f);
+      zmax = std::max(zmax, v);
+    }
+  }
+  EXPECT_GT(zmax, 0.f);
+  EXPECT_EQ(*loaded->Latents(ds, target), *z);
 }
 
 TEST(TransformerTest, BadModelFileAndBadInputsNameTheProblem) {
@@ -102,6 +117,7 @@ TEST(TransformerTest, BadModelFileAndBadInputsNameTheProblem) {
   TransformerPredictor untrained(Small());
   EXPECT_EQ(untrained.PredictSeconds(ds, All(ds)).status().code(),
             StatusCode::kFailedPrecondition);
+  EXPECT_EQ(untrained.Latents(ds, All(ds)).status().code(), StatusCode::kFailedPrecondition);
 }
 
 TEST(TransformerTest, CmdIsZeroForIdenticalSetsAndGrowsWithTheShift) {

@@ -433,6 +433,31 @@ Result<std::vector<double>> TransformerPredictor::PredictSeconds(
   }
 }
 
+Result<std::vector<std::vector<float>>> TransformerPredictor::Latents(
+    const Dataset& ds, const std::vector<int>& samples) const {
+  const Impl& m = *impl_;
+  if (!m.trained) return FailedPreconditionError("costmodel transformer: Latents before Train");
+  try {
+    OneThread one_thread;
+    at::NoGradGuard no_grad;
+    LOOM_ASSIGN_OR_RETURN(Batch b, MakeBatch(ds, samples, m.nz, m.o));
+    std::vector<std::vector<float>> out;
+    out.reserve(samples.size());
+    for (int64_t first = 0; first < b.target.size(0); first += 1024) {
+      const int64_t len = std::min<int64_t>(1024, b.target.size(0) - first);
+      at::Tensor z = Forward(m.p, m.o, b.leaves.narrow(0, first, len), b.mask.narrow(0, first, len),
+                             b.device.narrow(0, first, len))
+                         .z.contiguous();
+      const float* p = z.data_ptr<float>();
+      const int64_t d = z.size(1);
+      for (int64_t i = 0; i < len; ++i) out.emplace_back(p + i * d, p + (i + 1) * d);
+    }
+    return out;
+  } catch (const std::exception& e) {
+    return InternalError(std::string("costmodel transformer: libtorch: ") + e.what());
+  }
+}
+
 std::unique_ptr<LatencyModel> TransformerPredictor::Clone() const {
   auto c = std::make_unique<TransformerPredictor>(impl_->o);
   c->impl_->nz = impl_->nz;

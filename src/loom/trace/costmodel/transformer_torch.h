@@ -69,6 +69,10 @@ class TransformerPredictor : public LatencyModel {
   Result<std::vector<double>> PredictSeconds(const Dataset& ds,
                                              const std::vector<int>& samples) const override;
   std::unique_ptr<LatencyModel> Clone() const override;
+  // The program latent z (d_model values after the pooling layer's ReLU, before the device
+  // embedding is added): the representation the CMD term aligns across domains.
+  Result<std::vector<std::vector<float>>> Latents(const Dataset& ds,
+                                                  const std::vector<int>& samples) const override;
 
   const TransformerOptions& options() const;
   const TransformerTrainingLog& training_log() const;
