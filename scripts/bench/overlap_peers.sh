@@ -5,7 +5,7 @@
 # `loom bench overlap-peer` (src/loom/cli/cmd_bench_overlap_peer.cc).
 #
 #   scripts/bench/overlap_peers.sh --rate-mbps 200,400 --out /tmp/peers [--op ag_gemm,gemm_rs,moe]
-#       [--impl mpi,mpi_decomposed,gloo,gloo_decomposed] [--shape 512,2048,512]
+#       [--impl mpi,mpi_decomposed,gloo,gloo_decomposed,torch_decomposed] [--shape 512,2048,512]
 #       [--routing uniform,zipf] [--quick] [--loom build/src/loom/cli/loom]
 #       [--mpi-mca "--mca btl_tcp_links 2"] [-- extra overlap-peer flags]
 #
@@ -18,7 +18,9 @@
 # its own namespace with its own daemon/PMIx server, exactly as on two hosts, and
 # `--mca btl self,tcp --mca btl_tcp_if_include <subnet>` puts MPI's traffic on the shaped veth.
 # Gloo ranks are started directly in each namespace with loom's world variables (a file store
-# both see), like scripts/testbed/netns_2host.sh.
+# both see), like scripts/testbed/netns_2host.sh. torch_decomposed (ag_gemm and gemm_rs only) is
+# scripts/bench/overlap_torch_peer.py under Debian's /usr/bin/python3 (python3-torch, gloo
+# backend), one rank per namespace, rendezvous over the veth (MASTER_ADDR = namespace A).
 #
 # Needs root (CAP_NET_ADMIN), iproute2 and tc; exits 77 when namespaces are unavailable. Cleans
 # up its namespaces and temp files on every exit path. Traffic stays inside its own namespaces
@@ -155,6 +157,23 @@ run_gloo() {  # json_file overlap-peer-args...
   return "$rc"
 }
 
+run_torch() {  # json_file overlap-peer-args...
+  local port pid_a pid_b rc=0
+  port=$((20000 + RANDOM % 20000))
+  torch_rank() {  # ns rank veth
+    ip netns exec "$1" env RANK="$2" WORLD_SIZE=2 MASTER_ADDR="$addr_a" MASTER_PORT="$port" \
+      GLOO_SOCKET_IFNAME="$3" OMP_NUM_THREADS=1 \
+      timeout "$arm_timeout" /usr/bin/python3 "$here/overlap_torch_peer.py" "${@:4}"
+  }
+  torch_rank "$ns_a" 0 "$veth_a" "${@:2}" --json "$1" &
+  pid_a=$!
+  torch_rank "$ns_b" 1 "$veth_b" "${@:2}" &
+  pid_b=$!
+  wait "$pid_a" || rc=$?
+  wait "$pid_b" || rc=$?
+  return "$rc"
+}
+
 failures=0
 IFS=, read -r -a rate_list <<<"$rates"
 IFS=, read -r -a op_list <<<"$ops"
@@ -181,6 +200,12 @@ for rate in "${rate_list[@]}"; do
         case "$impl" in
           mpi|mpi_decomposed) run_mpi "$json" "${all[@]}" || rc=$? ;;
           gloo|gloo_decomposed) run_gloo "$json" "${all[@]}" || rc=$? ;;
+          torch_decomposed)
+            if [ "$op" = moe ]; then
+              echo "# torch_decomposed: no MoE version, skipped"
+              continue
+            fi
+            run_torch "$json" "${all[@]}" || rc=$? ;;
           *) echo "overlap_peers.sh: unknown impl $impl" >&2; rc=2 ;;
         esac
         if [ "$rc" != 0 ]; then

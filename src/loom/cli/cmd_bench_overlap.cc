@@ -43,11 +43,13 @@ struct BenchOverlapArgs {
   double max_steal = 0.25;
   int64_t moe_tokens = 0;
   bool calibrate_once = false;  // one t_comp calibration per workload instead of one per arm
+  bool hold_ratio = false;      // re-size the link before every round from a t_comp estimate
+  int hold_ratio_probe_reps = 0;  // 0: the previous round's compute times; N: an N-call probe
   std::string json;
   std::string svg;
   std::string peers = "auto";
   bool peers_quick = false;
-  std::string peer_impls = "mpi,mpi_decomposed,gloo,gloo_decomposed";
+  std::string peer_impls = "mpi,mpi_decomposed,gloo,gloo_decomposed,torch_decomposed";
   std::string peers_script = std::string(LOOM_SOURCE_DIR) + "/scripts/bench/overlap_peers.sh";
   std::string dir;
   std::string from_dir;  // re-render from a previous run's --dir (no ranks, no peer runs)
@@ -87,6 +89,8 @@ Result<OverlapBenchConfig> MakeConfig(const BenchOverlapArgs& a) {
   c.max_steal = a.max_steal;
   c.moe_tokens = a.moe_tokens;
   c.calibrate_each_arm = !a.calibrate_once;
+  c.hold_ratio_each_round = a.hold_ratio;
+  c.hold_ratio_probe_reps = a.hold_ratio_probe_reps;
   LOOM_RETURN_IF_ERROR(overlap::ValidateConfig(c));
   return c;
 }
@@ -327,6 +331,13 @@ void RegisterBenchOverlap(CLI::App& bench, CliContext* ctx) {
   cmd->add_flag("--calibrate-once", a->calibrate_once,
                 "size every arm's link from the workload's one t_comp calibration (default: "
                 "re-measure t_comp before each paced arm, so R follows the current GEMM speed)");
+  cmd->add_flag("--hold-ratio", a->hold_ratio,
+                "re-size the link before every round from a t_comp estimate so R stays near its "
+                "target while the GEMM speed drifts");
+  cmd->add_option("--hold-ratio-probe-reps", a->hold_ratio_probe_reps,
+                  "--hold-ratio's t_comp estimate: 0 (default) the previous round's compute "
+                  "times; N > 0 the median of N compute-only calls just before the round")
+      ->check(CLI::Range(0, 100));
   cmd->add_option("--json", a->json, "write results as JSON");
   cmd->add_option("--svg", a->svg, "write the R sweep (speedup over sequential vs R) as SVG");
   cmd->add_option("--peers", a->peers,
@@ -334,7 +345,9 @@ void RegisterBenchOverlap(CLI::App& bench, CliContext* ctx) {
   cmd->add_flag("--peers-quick", a->peers_quick,
                 "pass --quick to the peer script (3 trials, 1 warm-up; MoE 1024 tokens, so use "
                 "with --moe-tokens 1024)");
-  cmd->add_option("--peer-impls", a->peer_impls, "peer implementations for the script");
+  cmd->add_option("--peer-impls", a->peer_impls,
+                  "peer implementations for the script (torch_decomposed: Python torch.distributed "
+                  "gloo, AG+GEMM and GEMM+RS only)");
   cmd->add_option("--peers-script", a->peers_script, "the peer script");
   cmd->add_option("--dir", a->dir, "scratch directory (default /tmp/loom-bench-overlap-<pid>)");
   cmd->add_option("--from-dir", a->from_dir,

@@ -60,13 +60,21 @@ std::string BenchVariant::Name() const {
 nlohmann::json OverlapBenchConfig::ToJson() const {
   std::vector<std::string> op_names;
   for (BenchOp op : ops) op_names.push_back(BenchOpName(op));
-  return {{"ops", op_names},        {"ratios", ratios},
-          {"splits", splits},       {"trials", trials},
-          {"warmup", warmup},       {"world", world},
-          {"quick", quick},         {"tiny", tiny},
-          {"max_steal", max_steal}, {"calibration_reps", calibration_reps},
-          {"tile_rows", tile_rows}, {"moe_tokens", moe_tokens},
-          {"calibrate_each_arm", calibrate_each_arm}};
+  return {{"ops", op_names},
+          {"ratios", ratios},
+          {"splits", splits},
+          {"trials", trials},
+          {"warmup", warmup},
+          {"world", world},
+          {"quick", quick},
+          {"tiny", tiny},
+          {"max_steal", max_steal},
+          {"calibration_reps", calibration_reps},
+          {"tile_rows", tile_rows},
+          {"moe_tokens", moe_tokens},
+          {"calibrate_each_arm", calibrate_each_arm},
+          {"hold_ratio_each_round", hold_ratio_each_round},
+          {"hold_ratio_probe_reps", hold_ratio_probe_reps}};
 }
 
 Result<OverlapBenchConfig> OverlapBenchConfig::FromJson(const nlohmann::json& j) {
@@ -89,6 +97,8 @@ Result<OverlapBenchConfig> OverlapBenchConfig::FromJson(const nlohmann::json& j)
     c.tile_rows = j.at("tile_rows");
     c.moe_tokens = j.value("moe_tokens", int64_t{0});
     c.calibrate_each_arm = j.value("calibrate_each_arm", true);
+    c.hold_ratio_each_round = j.value("hold_ratio_each_round", false);
+    c.hold_ratio_probe_reps = j.value("hold_ratio_probe_reps", 0);
   } catch (const nlohmann::json::exception& e) {
     return InvalidArgumentError(std::string("bench overlap config: ") + e.what());
   }
@@ -116,6 +126,9 @@ Status ValidateConfig(const OverlapBenchConfig& c) {
                                 std::to_string(c.world));
   }
   if (c.calibration_reps < 1) return InvalidArgumentError("bench overlap: calibration_reps < 1");
+  if (c.hold_ratio_probe_reps < 0) {
+    return InvalidArgumentError("bench overlap: --hold-ratio-probe-reps < 0");
+  }
   if (c.tile_rows < 1) return InvalidArgumentError("bench overlap: tile_rows < 1");
   if (c.moe_tokens < 0) return InvalidArgumentError("bench overlap: --moe-tokens < 0");
   return OkStatus();

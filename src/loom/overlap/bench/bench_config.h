@@ -68,6 +68,17 @@ struct OverlapBenchConfig {
   // GEMM speed of the moment on a shared machine (t_comp drifted 2-3x between the workload's
   // one calibration and later arms). false: one calibration per workload. Default true.
   bool calibrate_each_arm = true;
+  // Hold R during an arm: before every round (warm-ups included) t_comp is re-estimated and the
+  // arm's link and ops are rebuilt at B = link_bytes / (R · t_est). The rounds stay interleaved
+  // (A B C D, estimate, A B C D, ...). Default false (one B per arm).
+  bool hold_ratio_each_round = false;
+  // t_est: 0 = no probe: the previous round's compute times (its t_comp probe and every
+  // variant's compute_s, median per rank, max over ranks; the first round uses the arm's
+  // calibration); N > 0 = the median of N compute-only calls of the fused reference (max over
+  // ranks) just before the round. Default 0: a compute-only probe runs both ranks' GEMMs
+  // back to back and measured up to 2x slower than the GEMMs inside the variants, so it held R
+  // at 1.05-1.58 where the previous round held it at 0.91-1.14 (README, 2026-12-01).
+  int32_t hold_ratio_probe_reps = 0;
   int64_t moe_tokens = 0;        // MoE tokens per rank; 0 = the workload default (4096); default 0
   int64_t tile_rows = 64;        // OpConfig::tile_rows of every op; default 64
 

@@ -250,29 +250,21 @@ TEST(OverlapReport, AttachPeers) {
 namespace loom::overlap {
 namespace {
 
-// Two real rank processes (fork) on tiny shapes: every workload, arm and variant produces finite
-// times and the summary keys come out finite.
-TEST(BenchWorker, TwoProcessesTinyEndToEnd) {
-  OverlapBenchConfig c;
-  c.tiny = true;
-  c.ratios = {1, 2};
-  c.splits = {2};
-  c.trials = 2;
-  c.warmup = 0;
-  c.calibration_reps = 1;
-  const std::string job = "ovb-test-" + std::to_string(::getpid());
+// Runs `c` as two real rank processes (fork); fills their documents (empty if a rank failed).
+void RunTwoRanks(const OverlapBenchConfig& c, const std::string& tag, std::vector<json>* docs) {
+  const std::string job = "ovb-" + tag + "-" + std::to_string(::getpid());
   const std::string dir = ::testing::TempDir();
   std::vector<pid_t> pids;
   for (int r = 0; r < 2; ++r) {
     pid_t pid = ::fork();
     ASSERT_GE(pid, 0);
     if (pid == 0) {
-      Status s =
-          RunOverlapBenchRank(c, {.job = job,
-                                  .rank = r,
-                                  .out_path = dir + "/ovb_rank" + std::to_string(r) + ".json",
-                                  .pin_cpu = false,
-                                  .progress = false});
+      Status s = RunOverlapBenchRank(
+          c, {.job = job,
+              .rank = r,
+              .out_path = dir + "/ovb_" + tag + "_rank" + std::to_string(r) + ".json",
+              .pin_cpu = false,
+              .progress = false});
       if (!s.ok()) std::fprintf(stderr, "rank %d: %s\n", r, s.ToString().c_str());
       std::_Exit(s.ok() ? 0 : 1);
     }
@@ -283,11 +275,25 @@ TEST(BenchWorker, TwoProcessesTinyEndToEnd) {
     ASSERT_EQ(::waitpid(pid, &status, 0), pid);
     ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "a rank failed";
   }
-  std::vector<json> docs;
   for (int r = 0; r < 2; ++r) {
-    std::ifstream in(dir + "/ovb_rank" + std::to_string(r) + ".json");
-    docs.push_back(json::parse(in));
+    std::ifstream in(dir + "/ovb_" + tag + "_rank" + std::to_string(r) + ".json");
+    docs->push_back(json::parse(in));
   }
+}
+
+// Two real rank processes (fork) on tiny shapes: every workload, arm and variant produces finite
+// times and the summary keys come out finite.
+TEST(BenchWorker, TwoProcessesTinyEndToEnd) {
+  OverlapBenchConfig c;
+  c.tiny = true;
+  c.ratios = {1, 2};
+  c.splits = {2};
+  c.trials = 2;
+  c.warmup = 0;
+  c.calibration_reps = 1;
+  std::vector<json> docs;
+  RunTwoRanks(c, "e2e", &docs);
+  ASSERT_EQ(docs.size(), 2u);
   auto report = BuildOverlapReport(c, docs);
   ASSERT_TRUE(report.ok()) << report.status();
   ASSERT_EQ((*report)["workloads"].size(), 4u);
@@ -322,6 +328,65 @@ TEST(BenchWorker, TwoProcessesTinyEndToEnd) {
     EXPECT_TRUE(summary[k].is_number()) << k << " = " << summary[k];
   }
 }
+
+// --hold-ratio: every round (warm-ups included) re-sizes B from its t_comp estimate, so
+// B · R · estimate = the link bytes of one call in every trial, and each trial reports its own R.
+// With a probe (reps 1) or from the previous round's compute times (reps 0: trial i's estimate
+// is trial i-1's round_compute_s; the warm-up round's feeds the first trial).
+class HoldRatioTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(HoldRatioTest, ResizesTheLinkEveryRound) {
+  const int reps = GetParam();
+  OverlapBenchConfig c;
+  c.tiny = true;
+  c.ops = {BenchOp::kGemmRs};
+  c.ratios = {1};
+  c.splits = {2};
+  c.trials = 3;
+  c.warmup = 1;
+  c.calibration_reps = 1;
+  c.hold_ratio_each_round = true;
+  c.hold_ratio_probe_reps = reps;
+  std::vector<json> docs;
+  RunTwoRanks(c, "hold" + std::to_string(reps), &docs);
+  ASSERT_EQ(docs.size(), 2u);
+  auto report = BuildOverlapReport(c, docs);
+  ASSERT_TRUE(report.ok()) << report.status();
+  const json& w = (*report)["workloads"][0];
+  const double link_bytes = w["calibration"]["link_bytes"].get<double>();
+  ASSERT_GT(link_bytes, 0);
+  const json& arm = w["arms"][0];
+  EXPECT_TRUE(arm["hold_ratio_each_round"].get<bool>());
+  ASSERT_EQ(arm["trials"].size(), 3u);
+  std::vector<double> bps;
+  for (size_t i = 0; i < arm["trials"].size(); ++i) {
+    const json& t = arm["trials"][i];
+    ASSERT_TRUE(t["hold_t_comp_s"].is_number());
+    EXPECT_EQ(t["hold_source"], reps > 0 ? "probe" : "previous_round");
+    EXPECT_NEAR(t["bytes_per_second"].get<double>() * 1.0 * t["hold_t_comp_s"].get<double>(),
+                link_bytes, 1e-9 * link_bytes);
+    if (reps == 0 && i > 0) {
+      EXPECT_DOUBLE_EQ(t["hold_t_comp_s"].get<double>(),
+                       arm["trials"][i - 1]["round_compute_s"].get<double>());
+    }
+    bps.push_back(t["bytes_per_second"].get<double>());
+  }
+  EXPECT_DOUBLE_EQ(arm["bytes_per_second"].get<double>(), Quantile(bps, 0.5));
+  const json& own = arm["metrics"]["own_ratio"];
+  ASSERT_EQ(own["r_trial"].size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    const json& t = arm["trials"][i];
+    ASSERT_TRUE(own["r_trial"][i].is_number());
+    EXPECT_DOUBLE_EQ(own["r_trial"][i].get<double>(),
+                     t["t_comm_s"].get<double>() / own["t_comp_round_s"][i].get<double>());
+  }
+  EXPECT_EQ(own["pairs"]["fused_s2"]["r_pair"].size(), 3u);
+  // The unlimited arm is never re-sized.
+  EXPECT_FALSE(w["arms"][1]["hold_ratio_each_round"].get<bool>());
+  EXPECT_FALSE(w["arms"][1]["trials"][0].contains("hold_t_comp_s"));
+}
+
+INSTANTIATE_TEST_SUITE_P(ProbeOrPreviousRound, HoldRatioTest, ::testing::Values(1, 0));
 
 }  // namespace
 }  // namespace loom::overlap

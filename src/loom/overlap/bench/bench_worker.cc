@@ -15,6 +15,7 @@
 
 #include "loom/base/clock.h"
 #include "loom/base/file_util.h"
+#include "loom/overlap/bench/own_ratio.h"
 #include "loom/overlap/link/link_proxy.h"
 #include "loom/overlap/ops/ag_gemm.h"
 #include "loom/overlap/ops/gemm_rs.h"
@@ -256,68 +257,153 @@ Result<Calibration> Calibrate(Runtime* rt, const BenchWorkload& w, const BenchVa
   return cal;
 }
 
-// One arm: a proxy at `link`, every variant prepared, warmup + trials interleaved rounds.
-Result<json> RunArm(Runtime* rt, const BenchWorkload& w, const std::vector<BenchVariant>& variants,
-                    size_t ref_index, const LinkOptions& link, const OverlapBenchConfig& c,
-                    WorkloadData* d, const std::string& label, bool progress) {
-  json arm = {
-      {"label", label},
-      {"link_mode", std::string(LinkModeName(link.mode))},
-      {"bytes_per_second", link.mode == LinkMode::kUnlimited ? 0.0 : link.bytes_per_second}};
-  {
-    LinkProxy proxy(rt, link);
-    LOOM_RETURN_IF_ERROR(proxy.Start());
-    std::vector<std::unique_ptr<Driver>> drivers;
-    json resolved = json::object();
-    for (const BenchVariant& v : variants) {
-      drivers.push_back(MakeDriver(rt, &proxy, w, v, c, d));
-      Status s = drivers.back()->Prepare();
-      if (!s.ok()) {
-        return Status(s.code(), w.Name() + " " + label + " " + v.Name() + ": " + s.message());
-      }
-      resolved[v.Name()] = drivers.back()->Resolved();
+// A paced link and every variant's op prepared on it.
+struct ArmSetup {
+  std::unique_ptr<LinkProxy> proxy;
+  std::vector<std::unique_ptr<Driver>> drivers;  // destroyed before the proxy
+  json resolved = json::object();
+};
+
+Result<ArmSetup> SetUpArm(Runtime* rt, const BenchWorkload& w,
+                          const std::vector<BenchVariant>& variants, const LinkOptions& link,
+                          const OverlapBenchConfig& c, WorkloadData* d, const std::string& label) {
+  ArmSetup s;
+  s.proxy = std::make_unique<LinkProxy>(rt, link);
+  LOOM_RETURN_IF_ERROR(s.proxy->Start());
+  for (const BenchVariant& v : variants) {
+    s.drivers.push_back(MakeDriver(rt, s.proxy.get(), w, v, c, d));
+    Status st = s.drivers.back()->Prepare();
+    if (!st.ok()) {
+      return Status(st.code(), w.Name() + " " + label + " " + v.Name() + ": " + st.message());
     }
-    arm["resolved_mode"] = resolved;
-    json trials = json::array();
-    const int64_t arm_start_ns = NowNanos();
-    for (int t = 0; t < c.warmup + c.trials; ++t) {
-      const CpuTicks ticks0 = ReadCpuTicks();
-      json x = json::object();
-      for (size_t i = 0; i < variants.size(); ++i) {
-        LOOM_RETURN_IF_ERROR(rt->barrier_all("bench overlap: before " + variants[i].Name()));
-        auto st = drivers[i]->Run();
-        if (!st.ok()) {
-          return Status(st.status().code(), w.Name() + " " + label + " " + variants[i].Name() +
-                                                ": " + st.status().message());
-        }
-        x[variants[i].Name()] = StatsJson(*st, drivers[i]->Resolved());
-      }
-      LOOM_RETURN_IF_ERROR(rt->barrier_all("bench overlap: before t_comp"));
-      LOOM_ASSIGN_OR_RETURN(OpRunStats comp, drivers[ref_index]->ComputeOnly());
-      LOOM_RETURN_IF_ERROR(rt->barrier_all("bench overlap: before t_comm"));
-      LOOM_ASSIGN_OR_RETURN(OpRunStats comm, drivers[ref_index]->CommOnly());
-      const CpuTicks ticks1 = ReadCpuTicks();
-      double load[1] = {0};
-      if (getloadavg(load, 1) < 1) load[0] = -1;
-      if (t < c.warmup) continue;
-      trials.push_back({{"t_comp_s", comp.wall_s},
-                        {"t_comp_thread_cpu_s", comp.thread_cpu_s},
-                        {"t_comm_s", comm.wall_s},
-                        {"t_comm_proxy_cpu_s", comm.link.thread_cpu_s},
-                        {"steal", StealFraction(ticks0, ticks1)},
-                        {"loadavg", load[0]},
-                        {"x", x}});
-    }
-    if (progress && rt->rank() == 0) {
-      std::fprintf(stderr, "  %s %s (B %.1f MB/s): %d rounds in %.1f s\n", w.Name().c_str(),
-                   label.c_str(),
-                   link.mode == LinkMode::kUnlimited ? 0.0 : link.bytes_per_second / 1e6,
-                   c.warmup + c.trials, static_cast<double>(NowNanos() - arm_start_ns) * 1e-9);
-    }
-    arm["trials"] = trials;
-    proxy.Stop();
+    s.resolved[v.Name()] = s.drivers.back()->Resolved();
   }
-  LOOM_RETURN_IF_ERROR(rt->Reset());
+  return s;
+}
+
+// Collective: ops gone, proxy stopped, the symmetric heap and signals reset.
+Status TearDownArm(Runtime* rt, ArmSetup& s) {
+  s.drivers.clear();
+  if (s.proxy) s.proxy->Stop();
+  s.proxy.reset();
+  return rt->Reset();
+}
+
+// Holding R through an arm (OverlapBenchConfig::hold_ratio_each_round): the target, the link
+// bytes of one call and the arm's calibrated t_comp (the first estimate without a probe); off
+// for the unlimited arm.
+struct HoldRatio {
+  bool on = false;
+  double ratio = 1;
+  double link_bytes = 0;
+  double calibration_t_comp_s = 0;
+};
+
+// The short t_comp probe before a round: median of `reps` compute-only calls of the reference,
+// max over ranks.
+Result<double> ProbeComputeSeconds(Runtime* rt, Driver* ref, int reps) {
+  std::vector<double> t;
+  for (int i = 0; i < reps; ++i) {
+    LOOM_RETURN_IF_ERROR(rt->barrier_all("bench overlap: hold-ratio probe"));
+    LOOM_ASSIGN_OR_RETURN(OpRunStats s, ref->ComputeOnly());
+    t.push_back(s.wall_s);
+  }
+  return MaxOverRanks(*rt, Median(t), "hold-ratio probe t_comp");
+}
+
+// This rank's compute times of a round (the t_comp probe and every variant but auto), median:
+// own_ratio.h's t_comp,round before the max over ranks.
+double LocalRoundCompute(const OpRunStats& probe, const json& x) {
+  std::vector<double> c = {probe.wall_s};
+  for (const auto& [name, v] : x.items()) {
+    if (name != "auto") c.push_back(v.value("compute_s", 0.0));
+  }
+  return RoundComputeSeconds(c);
+}
+
+// One arm: a proxy at `link`, every variant prepared, warmup + trials interleaved rounds. With
+// `hold.on` the link is re-sized (and the arm rebuilt) before every round from a t_comp estimate:
+// a probe (hold_ratio_probe_reps > 0) or the previous round's compute times (0).
+Result<json> RunArm(Runtime* rt, const BenchWorkload& w, const std::vector<BenchVariant>& variants,
+                    size_t ref_index, const LinkOptions& link, const HoldRatio& hold,
+                    const OverlapBenchConfig& c, WorkloadData* d, const std::string& label,
+                    bool progress) {
+  const bool unlimited = link.mode == LinkMode::kUnlimited;
+  json arm = {{"label", label},
+              {"link_mode", std::string(LinkModeName(link.mode))},
+              {"bytes_per_second", unlimited ? 0.0 : link.bytes_per_second},
+              {"hold_ratio_each_round", hold.on}};
+  LOOM_ASSIGN_OR_RETURN(ArmSetup setup, SetUpArm(rt, w, variants, link, c, d, label));
+  arm["resolved_mode"] = setup.resolved;
+  json trials = json::array();
+  std::vector<double> round_bps;
+  const bool probe = c.hold_ratio_probe_reps > 0;
+  double hold_t_s = hold.calibration_t_comp_s;  // without a probe: the previous round's
+  const int64_t arm_start_ns = NowNanos();
+  for (int t = 0; t < c.warmup + c.trials; ++t) {
+    if (hold.on) {
+      if (probe) {
+        LOOM_ASSIGN_OR_RETURN(hold_t_s, ProbeComputeSeconds(rt, setup.drivers[ref_index].get(),
+                                                            c.hold_ratio_probe_reps));
+      }
+      LinkOptions round_link = link;
+      round_link.bytes_per_second =
+          LinkBandwidthForRatio(hold.link_bytes, hold_t_s, 1.0, hold.ratio);
+      if (round_link.bytes_per_second != setup.proxy->options().bytes_per_second) {
+        LOOM_RETURN_IF_ERROR(TearDownArm(rt, setup));
+        LOOM_ASSIGN_OR_RETURN(setup, SetUpArm(rt, w, variants, round_link, c, d, label));
+      }
+    }
+    const double bps = unlimited ? 0.0 : setup.proxy->options().bytes_per_second;
+    const CpuTicks ticks0 = ReadCpuTicks();
+    json x = json::object();
+    for (size_t i = 0; i < variants.size(); ++i) {
+      LOOM_RETURN_IF_ERROR(rt->barrier_all("bench overlap: before " + variants[i].Name()));
+      auto st = setup.drivers[i]->Run();
+      if (!st.ok()) {
+        return Status(st.status().code(), w.Name() + " " + label + " " + variants[i].Name() + ": " +
+                                              st.status().message());
+      }
+      x[variants[i].Name()] = StatsJson(*st, setup.drivers[i]->Resolved());
+    }
+    LOOM_RETURN_IF_ERROR(rt->barrier_all("bench overlap: before t_comp"));
+    LOOM_ASSIGN_OR_RETURN(OpRunStats comp, setup.drivers[ref_index]->ComputeOnly());
+    LOOM_RETURN_IF_ERROR(rt->barrier_all("bench overlap: before t_comm"));
+    LOOM_ASSIGN_OR_RETURN(OpRunStats comm, setup.drivers[ref_index]->CommOnly());
+    const CpuTicks ticks1 = ReadCpuTicks();
+    double load[1] = {0};
+    if (getloadavg(load, 1) < 1) load[0] = -1;
+    const double used_t_s = hold_t_s;  // the estimate this round's B came from
+    if (hold.on && !probe) {           // the next round's estimate
+      LOOM_ASSIGN_OR_RETURN(hold_t_s, MaxOverRanks(*rt, LocalRoundCompute(comp, x),
+                                                   "hold-ratio previous round t_comp"));
+    }
+    if (t < c.warmup) continue;
+    json trial = {{"t_comp_s", comp.wall_s},
+                  {"t_comp_thread_cpu_s", comp.thread_cpu_s},
+                  {"t_comm_s", comm.wall_s},
+                  {"t_comm_proxy_cpu_s", comm.link.thread_cpu_s},
+                  {"steal", StealFraction(ticks0, ticks1)},
+                  {"loadavg", load[0]},
+                  {"bytes_per_second", bps},
+                  {"x", x}};
+    if (hold.on) {
+      trial["hold_t_comp_s"] = used_t_s;
+      trial["hold_source"] = probe ? "probe" : "previous_round";
+      if (!probe) trial["round_compute_s"] = hold_t_s;  // max over ranks of each rank's median
+    }
+    trials.push_back(std::move(trial));
+    round_bps.push_back(bps);
+  }
+  if (hold.on) arm["bytes_per_second"] = Median(round_bps);  // the rate the peers get
+  if (progress && rt->rank() == 0) {
+    std::fprintf(stderr, "  %s %s (B %.1f MB/s%s): %d rounds in %.1f s\n", w.Name().c_str(),
+                 label.c_str(), arm["bytes_per_second"].get<double>() / 1e6,
+                 hold.on ? ", median of per-round B" : "", c.warmup + c.trials,
+                 static_cast<double>(NowNanos() - arm_start_ns) * 1e-9);
+  }
+  arm["trials"] = trials;
+  LOOM_RETURN_IF_ERROR(TearDownArm(rt, setup));
   return arm;
 }
 
@@ -352,16 +438,20 @@ Result<json> RunWorkload(Runtime* rt, const BenchWorkload& w, const OverlapBench
     link.bytes_per_second = LinkBandwidthForRatio(arm_cal.link_bytes, arm_cal.t_comp_s, 1.0, r);
     char label[32];
     std::snprintf(label, sizeof label, "R=%g", r);
+    const HoldRatio hold{.on = c.hold_ratio_each_round,
+                         .ratio = r,
+                         .link_bytes = cal.link_bytes,
+                         .calibration_t_comp_s = arm_cal.t_comp_s};
     LOOM_ASSIGN_OR_RETURN(json arm,
-                          RunArm(rt, w, variants, ref_fused, link, c, &d, label, progress));
+                          RunArm(rt, w, variants, ref_fused, link, hold, c, &d, label, progress));
     arm["ratio"] = r;
     arm["calibration_t_comp_s"] = arm_cal.t_comp_s;
     out["arms"].push_back(std::move(arm));
   }
   LinkOptions unlimited;
   unlimited.mode = LinkMode::kUnlimited;
-  LOOM_ASSIGN_OR_RETURN(
-      json arm, RunArm(rt, w, variants, ref_fused, unlimited, c, &d, "unlimited", progress));
+  LOOM_ASSIGN_OR_RETURN(json arm, RunArm(rt, w, variants, ref_fused, unlimited, HoldRatio{}, c, &d,
+                                         "unlimited", progress));
   arm["ratio"] = nullptr;
   out["arms"].push_back(std::move(arm));
   return out;

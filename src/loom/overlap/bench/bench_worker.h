@@ -14,7 +14,10 @@
 // every variant once in a fixed interleaved order (A B C D, A B C D, ...), each call preceded by
 // a barrier so all ranks start together, then that round's own t_comp (RunComputeOnly of the
 // fused reference op) and t_comm (its RunCommOnly). /proc/stat steal and the load average are
-// sampled around each round. MoE runs layer 0 then layer 1 (their times added).
+// sampled around each round. MoE runs layer 0 then layer 1 (their times added). With
+// config.hold_ratio_each_round a t_comp estimate before every round (a probe, or the previous
+// round's compute times) re-sizes B for that round (the arm's proxy and ops are rebuilt); each
+// trial records its B (`bytes_per_second`) and the estimate (`hold_t_comp_s`, `hold_source`).
 //
 // Thread-safety: call once per process (pins the process to CPU rank % ncpu).
 #pragma once

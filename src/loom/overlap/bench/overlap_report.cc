@@ -7,6 +7,8 @@
 #include <map>
 
 #include "loom/overlap/bench/bench_metrics.h"
+#include "loom/overlap/bench/json_fields.h"
+#include "loom/overlap/bench/own_ratio.h"
 
 namespace loom::overlap {
 namespace {
@@ -14,19 +16,13 @@ namespace {
 using nlohmann::json;
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-// JSON number or null for NaN/inf (JSON has no NaN).
-json Num(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
-double Get(const json& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_number() ? it->get<double>() : kNaN;
-}
 
 json QuartilesJson(const std::vector<double>& v) {
   Quartiles q = ComputeQuartiles(v);
-  return {{"median", Num(q.median)},
-          {"p25", Num(q.p25)},
-          {"p75", Num(q.p75)},
-          {"iqr", Num(q.iqr)},
+  return {{"median", JsonNumber(q.median)},
+          {"p25", JsonNumber(q.p25)},
+          {"p75", JsonNumber(q.p75)},
+          {"iqr", JsonNumber(q.iqr)},
           {"n", q.n}};
 }
 
@@ -53,7 +49,7 @@ int SplitsOf(const std::string& variant, int auto_splits) {
   return variant == "auto" ? auto_splits : 1;
 }
 
-double Med(const json& stats) { return Get(stats, "median"); }
+double Med(const json& stats) { return JsonDouble(stats, "median"); }
 
 }  // namespace
 
@@ -63,7 +59,7 @@ json AnalyzeArm(const json& arm, BenchOp op, int world, double max_steal,
   std::vector<size_t> keep;
   int dropped = 0;
   for (size_t i = 0; i < trials.size(); ++i) {
-    if (Get(trials[i], "steal") > max_steal) {
+    if (JsonDouble(trials[i], "steal") > max_steal) {
       ++dropped;
     } else {
       keep.push_back(i);
@@ -76,14 +72,14 @@ json AnalyzeArm(const json& arm, BenchOp op, int world, double max_steal,
   }
   std::vector<double> tc, tm, steal, load;
   for (size_t i : keep) {
-    tc.push_back(Get(trials[i], "t_comp_s"));
-    tm.push_back(Get(trials[i], "t_comm_s"));
-    steal.push_back(Get(trials[i], "steal"));
-    load.push_back(Get(trials[i], "loadavg"));
+    tc.push_back(JsonDouble(trials[i], "t_comp_s"));
+    tm.push_back(JsonDouble(trials[i], "t_comm_s"));
+    steal.push_back(JsonDouble(trials[i], "steal"));
+    load.push_back(JsonDouble(trials[i], "loadavg"));
   }
   auto times = [&](const std::string& v, const char* field) {
     std::vector<double> t;
-    for (size_t i : keep) t.push_back(Get(trials[i]["x"][v], field));
+    for (size_t i : keep) t.push_back(JsonDouble(trials[i]["x"][v], field));
     return t;
   };
   const std::vector<double> seq = times("sequential", "wall_s");
@@ -94,7 +90,7 @@ json AnalyzeArm(const json& arm, BenchOp op, int world, double max_steal,
               {"t_comm_s", QuartilesJson(tm)},  {"steal", QuartilesJson(steal)},
               {"loadavg", QuartilesJson(load)}, {"variants", json::object()}};
   const double r_measured = Med(out["t_comm_s"]) / Med(out["t_comp_s"]);
-  out["ratio_measured"] = Num(r_measured);
+  out["ratio_measured"] = JsonNumber(r_measured);
   const json resolved = arm.value("resolved_mode", json::object());
   if (arm.contains("auto_splits")) auto_splits = arm["auto_splits"];
   std::string best_fused;
@@ -114,15 +110,15 @@ json AnalyzeArm(const json& arm, BenchOp op, int world, double max_steal,
       duty.push_back(tx[i] > 0 ? proxy[i] / tx[i] : kNaN);
     }
     json m = {{"t_x_s", QuartilesJson(tx)},
-              {"efficiency", Num(Quantile(e, 0.5))},
-              {"exposed_comm_s", Num(Quantile(exposed, 0.5))},
-              {"speedup_vs_sequential", Num(Quantile(Ratios(seq, tx), 0.5))},
-              {"speedup_vs_decomposed", Num(Quantile(Ratios(dec, tx), 0.5))},
-              {"fraction_of_ideal", Num(Quantile(frac, 0.5))},
-              {"fraction_of_variant_ideal", Num(Quantile(frac_var, 0.5))},
-              {"variant_ideal_s", Num(VariantIdealSeconds(op, mode, splits, Med(out["t_comp_s"]),
+              {"efficiency", JsonNumber(Quantile(e, 0.5))},
+              {"exposed_comm_s", JsonNumber(Quantile(exposed, 0.5))},
+              {"speedup_vs_sequential", JsonNumber(Quantile(Ratios(seq, tx), 0.5))},
+              {"speedup_vs_decomposed", JsonNumber(Quantile(Ratios(dec, tx), 0.5))},
+              {"fraction_of_ideal", JsonNumber(Quantile(frac, 0.5))},
+              {"fraction_of_variant_ideal", JsonNumber(Quantile(frac_var, 0.5))},
+              {"variant_ideal_s", JsonNumber(VariantIdealSeconds(op, mode, splits, Med(out["t_comp_s"]),
                                                           Med(out["t_comm_s"]), world))},
-              {"proxy_duty", Num(Quantile(duty, 0.5))},
+              {"proxy_duty", JsonNumber(Quantile(duty, 0.5))},
               {"mode_run", mode_name},
               {"per_trial", {{"t_x_s", tx}, {"efficiency", e}}}};
     const double med = Med(m["t_x_s"]);
@@ -134,6 +130,11 @@ json AnalyzeArm(const json& arm, BenchOp op, int world, double max_steal,
   }
   out["best_fused"] = best_fused;
   if (!best_fused.empty()) out["variants"]["fused_best"] = out["variants"][best_fused];
+  // The R each trial really ran at, and fused/decomposed against the closed form at that R.
+  out["own_ratio"] = AnalyzeOwnRatio(trials, keep, op, world, variants, RatioBand{});
+  if (!best_fused.empty()) {
+    out["own_ratio"]["pairs"]["fused_best"] = out["own_ratio"]["pairs"][best_fused];
+  }
   return out;
 }
 
@@ -250,7 +251,40 @@ double VariantMetric(const json& arm, const std::string& v, const char* key) {
   if (!vs.contains(v)) return kNaN;
   const json& m = vs[v];
   if (std::string(key) == "t_x") return Med(m["t_x_s"]);
-  return Get(m, key);
+  return JsonDouble(m, key);
+}
+
+// The best-S pairs of every `op` workload's arm at R = `r` whose own R lies in the band, pooled:
+// medians of measured fused/decomposed, the closed form at their own R, and their ratio.
+json PooledInBand(const json& report, const std::string& op, double r) {
+  std::vector<double> meas, cf, vs;
+  json band = nullptr;
+  int arms = 0;
+  for (const json& w : report["workloads"]) {
+    if (w["workload"]["op"] != op) continue;
+    const json* arm = ArmAt(w, r);
+    if (!arm || !(*arm)["metrics"].contains("own_ratio")) continue;
+    const json& own = (*arm)["metrics"]["own_ratio"];
+    if (!own["pairs"].contains("fused_best")) continue;
+    ++arms;
+    band = own["band"];
+    const json& p = own["pairs"]["fused_best"];
+    for (size_t i = 0; i < p["in_band_flags"].size(); ++i) {
+      if (!p["in_band_flags"][i].get<bool>()) continue;
+      meas.push_back(p["measured"][i].is_number() ? p["measured"][i].get<double>() : kNaN);
+      cf.push_back(p["closed_form"][i].is_number() ? p["closed_form"][i].get<double>() : kNaN);
+      vs.push_back(p["vs_closed_form_own_tc"][i].is_number()
+                       ? p["vs_closed_form_own_tc"][i].get<double>()
+                       : kNaN);
+    }
+  }
+  if (arms == 0) return nullptr;
+  return {{"band", band},
+          {"arms", arms},
+          {"n", meas.size()},
+          {"fused_vs_decomposed", JsonNumber(Quantile(meas, 0.5))},
+          {"closed_form", JsonNumber(Quantile(cf, 0.5))},
+          {"vs_closed_form_own_tc", JsonNumber(Quantile(vs, 0.5))}};
 }
 
 }  // namespace
@@ -261,14 +295,24 @@ json BuildOverlapSummary(const json& report, double tile_gemm_ratio) {
     const json* w = FirstWorkload(report, op);
     const json* arm = w ? ArmAt(*w, 1.0) : nullptr;
     const std::string key = std::string(op) + "_fused_vs_decomposed_R1";
-    s[key] = arm ? Num(VariantMetric(*arm, "fused_best", "speedup_vs_decomposed")) : json(nullptr);
+    s[key] = arm ? JsonNumber(VariantMetric(*arm, "fused_best", "speedup_vs_decomposed")) : json(nullptr);
     s[std::string(op) + "_efficiency_R1"] =
-        arm ? Num(VariantMetric(*arm, "fused_best", "efficiency")) : json(nullptr);
+        arm ? JsonNumber(VariantMetric(*arm, "fused_best", "efficiency")) : json(nullptr);
     s[std::string(op) + "_fraction_of_ideal_R1"] =
-        arm ? Num(VariantMetric(*arm, "fused_best", "fraction_of_ideal")) : json(nullptr);
+        arm ? JsonNumber(VariantMetric(*arm, "fused_best", "fraction_of_ideal")) : json(nullptr);
     if (arm) s[std::string(op) + "_best_splits_R1"] = (*arm)["metrics"]["best_fused"];
+    // The same arm judged at the R it really ran at (the GEMM speed drifts during an arm).
+    const json* own =
+        arm && (*arm)["metrics"].contains("own_ratio") ? &(*arm)["metrics"]["own_ratio"] : nullptr;
+    s[std::string(op) + "_own_ratio_R1"] =
+        own ? own->at("r_trial_stats").value("median", json(nullptr)) : json(nullptr);
+    s[key + "_vs_closed_form"] =
+        own && own->at("pairs").contains("fused_best")
+            ? own->at("pairs")["fused_best"].value("vs_closed_form_median", json(nullptr))
+            : json(nullptr);
+    s[key + "_in_band"] = PooledInBand(report, op, 1.0);
   }
-  s["tile_gemm_vs_openblas"] = Num(tile_gemm_ratio);
+  s["tile_gemm_vs_openblas"] = JsonNumber(tile_gemm_ratio);
   // auto / fused vs the better of sequential and decomposed, worst over every arm.
   double auto_worst = kNaN, fused_worst = kNaN;
   std::string auto_where, fused_where;
@@ -290,7 +334,7 @@ json BuildOverlapSummary(const json& report, double tile_gemm_ratio) {
       }
     }
   }
-  s["auto_worst_vs_best_of_seq_dec"] = Num(auto_worst);
+  s["auto_worst_vs_best_of_seq_dec"] = JsonNumber(auto_worst);
   // The same for auto's choice alone: the variant of the mode auto resolved to, measured in the
   // same trials (separates a bad choice from run-to-run noise between two identical variants).
   double choice_worst = kNaN;
@@ -314,10 +358,10 @@ json BuildOverlapSummary(const json& report, double tile_gemm_ratio) {
       }
     }
   }
-  s["auto_choice_worst_vs_best_of_seq_dec"] = Num(choice_worst);
+  s["auto_choice_worst_vs_best_of_seq_dec"] = JsonNumber(choice_worst);
   s["auto_choice_worst_at"] = choice_where;
   s["auto_worst_at"] = auto_where;
-  s["fused_worst_vs_best_of_seq_dec"] = Num(fused_worst);
+  s["fused_worst_vs_best_of_seq_dec"] = JsonNumber(fused_worst);
   s["fused_worst_at"] = fused_where;
   return s;
 }
@@ -337,6 +381,32 @@ std::string Fx(double v, const char* fmt = "%.2f") {
   return b;
 }
 
+// Per paced arm: the R its trials ran at and each fused S against the closed form at its own R.
+std::string FormatOwnRatio(const json& w) {
+  std::string out =
+      "  own R (t_comm / that round's t_comp) and fused/dec vs the closed form there:";
+  for (const json& arm : w["arms"]) {
+    if (!arm["ratio"].is_number() || !arm["metrics"].contains("own_ratio")) continue;
+    const json& own = arm["metrics"]["own_ratio"];
+    const json& rs = own["r_trial_stats"];
+    out += "\n    " + arm["label"].get<std::string>() + ": R own " + Fx(JsonDouble(rs, "median")) +
+           " (IQR " + Fx(JsonDouble(rs, "p25")) + "-" + Fx(JsonDouble(rs, "p75")) + "), round compute max/min " +
+           Fx(JsonDouble(own["round_compute_spread"], "median")) + ";";
+    for (const auto& [name, p] : own["pairs"].items()) {
+      if (name == "fused_best") continue;
+      const json& in = p["in_band"];
+      out += " S=" + name.substr(7) + " R_pair " + Fx(JsonDouble(p["r_pair_stats"], "median")) +
+             " f/dec " + Fx(JsonDouble(p, "measured_median")) + " cf " + Fx(JsonDouble(p, "closed_form_median")) +
+             " x/cf " + Fx(JsonDouble(p, "vs_closed_form_median")) + " x/cf(own t_c) " +
+             Fx(JsonDouble(p, "vs_closed_form_own_tc_median")) + " [in " +
+             Fx(own["band"][0].get<double>()) + "-" + Fx(own["band"][1].get<double>()) + ": n " +
+             std::to_string(in.value("n", 0)) + " f/dec " + Fx(JsonDouble(in, "measured_median")) +
+             " cf " + Fx(JsonDouble(in, "closed_form_median")) + "];";
+    }
+  }
+  return out + "\n";
+}
+
 // One workload's table (rows: R values and unlimited) and its per-S detail.
 std::string FormatWorkload(const json& w) {
   std::string out;
@@ -345,10 +415,11 @@ std::string FormatWorkload(const json& w) {
          "  (times: median ms over trials; link modelled at B MB/s by the paced proxy; "
          "peers over a tc-tbf veth at the same rate)\n";
   std::snprintf(line, sizeof line,
-                "%-9s %8s %8s %8s %9s %9s %14s %14s %8s %8s %8s %8s %6s %6s %6s %6s %6s %5s %5s\n",
+                "%-9s %8s %8s %8s %9s %9s %14s %14s %8s %8s %8s %8s %9s %6s %6s %6s %6s %6s %5s "
+                "%5s %6s %6s\n",
                 "R", "B MB/s", "t_comp", "t_comm", "seq", "dec", "fused(S)", "auto(mode)", "mpi",
-                "mpi_dec", "gloo", "gloo_dec", "E", "f/dec", "f/seq", "ideal", "a/best", "duty",
-                "drop");
+                "mpi_dec", "gloo", "gloo_dec", "torch_dec", "E", "f/dec", "f/seq", "ideal",
+                "a/best", "duty", "drop", "R_own", "f/cf");
   out += line;
   for (const json& arm : w["arms"]) {
     const json& m = arm["metrics"];
@@ -368,38 +439,47 @@ std::string FormatWorkload(const json& w) {
                                   ? "unlimited*"
                                   : arm["label"].get<std::string>();
     const double best_sd = std::min(tx("sequential"), tx("decomposed"));
+    const json own = m.value("own_ratio", json::object());
+    const double own_r = own.contains("r_trial_stats") ? JsonDouble(own["r_trial_stats"], "median") : kNaN;
+    // Not for the unlimited arm: its closed form is 1 (nothing to hide) and the ratio is noise.
+    const double own_cf =
+        arm["ratio"].is_number() && own.contains("pairs") && own["pairs"].contains("fused_best")
+            ? JsonDouble(own["pairs"]["fused_best"], "vs_closed_form_median")
+            : kNaN;
     std::snprintf(
         line, sizeof line,
-        "%-9s %8s %8s %8s %9s %9s %14s %14s %8s %8s %8s %8s %6s %6s %6s %6s %6s %5s %5s\n",
+        "%-9s %8s %8s %8s %9s %9s %14s %14s %8s %8s %8s %8s %9s %6s %6s %6s %6s %6s %5s %5s "
+        "%6s %6s\n",
         label.c_str(), bps > 0 ? Fx(bps / 1e6, "%.1f").c_str() : "mem",
         Ms(Med(m["t_comp_s"])).c_str(), Ms(Med(m["t_comm_s"])).c_str(),
         Ms(tx("sequential")).c_str(), Ms(tx("decomposed")).c_str(), fused.c_str(), automode.c_str(),
         peer("mpi").c_str(), peer("mpi_decomposed").c_str(), peer("gloo").c_str(),
-        peer("gloo_decomposed").c_str(),
-        Fx(vs.contains("fused_best") ? Get(vs["fused_best"], "efficiency") : kNaN).c_str(),
-        Fx(vs.contains("fused_best") ? Get(vs["fused_best"], "speedup_vs_decomposed") : kNaN)
+        peer("gloo_decomposed").c_str(), peer("torch_decomposed").c_str(),
+        Fx(vs.contains("fused_best") ? JsonDouble(vs["fused_best"], "efficiency") : kNaN).c_str(),
+        Fx(vs.contains("fused_best") ? JsonDouble(vs["fused_best"], "speedup_vs_decomposed") : kNaN)
             .c_str(),
-        Fx(vs.contains("fused_best") ? Get(vs["fused_best"], "speedup_vs_sequential") : kNaN)
+        Fx(vs.contains("fused_best") ? JsonDouble(vs["fused_best"], "speedup_vs_sequential") : kNaN)
             .c_str(),
-        Fx(vs.contains("fused_best") ? Get(vs["fused_best"], "fraction_of_ideal") : kNaN).c_str(),
+        Fx(vs.contains("fused_best") ? JsonDouble(vs["fused_best"], "fraction_of_ideal") : kNaN).c_str(),
         Fx(tx("auto") / best_sd).c_str(),
-        Fx(vs.contains("fused_best") ? Get(vs["fused_best"], "proxy_duty") : kNaN, "%.3f").c_str(),
+        Fx(vs.contains("fused_best") ? JsonDouble(vs["fused_best"], "proxy_duty") : kNaN, "%.3f").c_str(),
         (std::to_string(m.value("dropped_trials", 0)) + "/" + std::to_string(arm["trials"].size()))
-            .c_str());
+            .c_str(),
+        Fx(own_r).c_str(), Fx(own_cf).c_str());
     out += line;
   }
   // Per-S detail and measured R.
   out += "  per S (median ms):";
   for (const json& arm : w["arms"]) {
     out += "\n    " + arm["label"].get<std::string>() + " (R measured " +
-           Fx(Get(arm["metrics"], "ratio_measured")) + ", steal " +
+           Fx(JsonDouble(arm["metrics"], "ratio_measured")) + ", steal " +
            Fx(100 * Med(arm["metrics"]["steal"]), "%.1f") + "%):";
     for (const auto& [name, v] : arm["metrics"]["variants"].items()) {
       if (name.rfind("fused_s", 0) != 0) continue;
       out += " S=" + name.substr(7) + " " + Ms(Med(v["t_x_s"]));
     }
   }
-  out += "\n";
+  out += "\n" + FormatOwnRatio(w);
   return out;
 }
 
@@ -416,7 +496,9 @@ std::string FormatOverlapReport(const json& report, const json& summary) {
       "E = (t_comp + t_comm - t_x)/min(t_comp, t_comm) of the best fused S; f/dec, f/seq: "
       "speedup of fused(best S) over decomposed / sequential (median of per-trial ratios); "
       "ideal = max(t_comp, t_comm)/t_x; a/best = auto / min(seq, dec); duty = proxy thread "
-      "CPU / t_x; drop = trials dropped for steal.\n";
+      "CPU / t_x; drop = trials dropped for steal; R_own = median over trials of t_comm / the "
+      "round's t_comp (median of its compute times); f/cf = fused(best S)/dec measured over the "
+      "closed form at each pair's own R (median).\n";
   auto target = [&](const char* name, const char* cmp, double goal) {
     const json& v = summary.contains(name) ? summary[name] : json(nullptr);
     std::string met = "-";
@@ -437,6 +519,25 @@ std::string FormatOverlapReport(const json& report, const json& summary) {
   target("auto_worst_vs_best_of_seq_dec", "<=", 1.05);
   target("auto_choice_worst_vs_best_of_seq_dec", "<=", 1.05);
   target("tile_gemm_vs_openblas", ">=", 0.9);
+  out +=
+      "own R at the R = 1 arms (best-S pairs of every workload with both variants' own R in the "
+      "band):\n";
+  for (const char* op : {"ag_gemm", "gemm_rs", "moe"}) {
+    const std::string key = std::string(op) + "_fused_vs_decomposed_R1_in_band";
+    if (!summary.contains(key) || !summary[key].is_object()) continue;
+    const json& b = summary[key];
+    std::snprintf(line, sizeof line,
+                  "  %-8s R in [%.2f, %.2f]: %d pairs over %d arms, fused/dec %s (>= 1.3: %s), "
+                  "closed form %s, measured/closed form at own t_c %s\n",
+                  op, b["band"][0].get<double>(), b["band"][1].get<double>(), b.value("n", 0),
+                  b.value("arms", 0), Fx(JsonDouble(b, "fused_vs_decomposed"), "%.3f").c_str(),
+                  std::isfinite(JsonDouble(b, "fused_vs_decomposed"))
+                      ? (JsonDouble(b, "fused_vs_decomposed") >= 1.3 ? "yes" : "NO")
+                      : "-",
+                  Fx(JsonDouble(b, "closed_form"), "%.3f").c_str(),
+                  Fx(JsonDouble(b, "vs_closed_form_own_tc"), "%.3f").c_str());
+    out += line;
+  }
   if (summary.contains("auto_worst_at")) {
     out += "  (auto worst at " + summary["auto_worst_at"].get<std::string>() +
            "; fused(best S) worst vs best of seq/dec " +
