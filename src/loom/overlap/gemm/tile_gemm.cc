@@ -141,14 +141,46 @@ Result<TileGemm> TileGemm::Pack(const float* b, int64_t k, int64_t n, int64_t ld
 
 void TileGemm::Run(const float* a, int64_t lda, int64_t m, float* c, int64_t ldc, int64_t n0,
                    int64_t n1, bool accumulate) const {
+  LOOM_CHECK(lda >= k_ || m <= 1) << "TileGemm::Run: lda=" << lda << " < K=" << k_;
+  Dispatch(a, lda, nullptr, m, c, ldc, n0, n1, accumulate);
+}
+
+int64_t TileGemm::PackedAFloats(int64_t m) const {
+  return internal::PackedAFloats(BlockingFor(isa_), m, k_);
+}
+
+void TileGemm::PackA(const float* a, int64_t lda, int64_t m, float* packed_a) const {
+  LOOM_CHECK(k_ > 0) << "TileGemm::PackA on an unpacked TileGemm";
+  LOOM_CHECK(m >= 0 && (lda >= k_ || m <= 1)) << "TileGemm::PackA: m=" << m << " lda=" << lda;
+  if (m == 0) return;
+  switch (isa_) {
+    case GemmIsa::kAvx512:
+      internal::PackAvx512A(a, lda, m, k_, packed_a);
+      break;
+    case GemmIsa::kAvx2:
+      internal::PackAvx2A(a, lda, m, k_, packed_a);
+      break;
+    default:
+      internal::PackScalarA(a, lda, m, k_, packed_a);
+      break;
+  }
+}
+
+void TileGemm::RunPackedA(const float* packed_a, int64_t m, float* c, int64_t ldc, int64_t n0,
+                          int64_t n1, bool accumulate) const {
+  LOOM_CHECK(packed_a != nullptr || m == 0) << "TileGemm::RunPackedA: packed_a is null";
+  Dispatch(nullptr, k_, packed_a, m, c, ldc, n0, n1, accumulate);
+}
+
+void TileGemm::Dispatch(const float* a, int64_t lda, const float* packed_a, int64_t m, float* c,
+                        int64_t ldc, int64_t n0, int64_t n1, bool accumulate) const {
   LOOM_CHECK(k_ > 0) << "TileGemm::Run on an unpacked TileGemm";
   LOOM_CHECK(m >= 0 && 0 <= n0 && n0 <= n1 && n1 <= n_)
       << "TileGemm::Run: m=" << m << " n0=" << n0 << " n1=" << n1 << " N=" << n_;
-  LOOM_CHECK(lda >= k_ || m <= 1) << "TileGemm::Run: lda=" << lda << " < K=" << k_;
   LOOM_CHECK(ldc >= n1 || m <= 1) << "TileGemm::Run: ldc=" << ldc << " < n1=" << n1;
   if (m == 0 || n0 == n1) return;
-  const internal::GemmArgs args{a,  lda, m,          packed_.data(),   k_, c, ldc,
-                                n0, n1,  accumulate, ThreadWorkspace()};
+  const internal::GemmArgs args{a,  lda, m,          packed_.data(),   k_,      c,
+                                ldc, n0, n1, accumulate, ThreadWorkspace(), packed_a};
   switch (isa_) {
     case GemmIsa::kAvx512:
       internal::RunAvx512Gemm(args);

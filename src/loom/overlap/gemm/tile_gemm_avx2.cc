@@ -52,5 +52,8 @@ struct Avx2Kernel {
 }  // namespace
 
 void RunAvx2Gemm(const GemmArgs& args) { RunBlocked<Avx2Kernel>(args); }
+void PackAvx2A(const float* a, int64_t lda, int64_t m, int64_t k, float* dst) {
+  PackAllA<Avx2Kernel>(a, lda, m, k, dst);
+}
 
 }  // namespace loom::overlap::internal

@@ -53,5 +53,8 @@ struct Avx512Kernel {
 }  // namespace
 
 void RunAvx512Gemm(const GemmArgs& args) { RunBlocked<Avx512Kernel>(args); }
+void PackAvx512A(const float* a, int64_t lda, int64_t m, int64_t k, float* dst) {
+  PackAllA<Avx512Kernel>(a, lda, m, k, dst);
+}
 
 }  // namespace loom::overlap::internal

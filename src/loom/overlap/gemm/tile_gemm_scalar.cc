@@ -29,5 +29,8 @@ struct ScalarKernel {
 }  // namespace
 
 void RunScalarGemm(const GemmArgs& args) { RunBlocked<ScalarKernel>(args); }
+void PackScalarA(const float* a, int64_t lda, int64_t m, int64_t k, float* dst) {
+  PackAllA<ScalarKernel>(a, lda, m, k, dst);
+}
 
 }  // namespace loom::overlap::internal

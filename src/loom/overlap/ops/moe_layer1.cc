@@ -185,6 +185,14 @@ Status MoeLayer1::BeginCall(const Routing& routing) {
   LOOM_ASSIGN_OR_RETURN(routings_, exchange_.Exchange(routing, ConfigHash(), epoch, what));
   layout_ = BuildRecvLayout(shape_, me, routings_, options_.op.tile_rows);
   have_layout_ = true;
+  packed_offset_.resize(layout_.tiles.size());
+  int64_t floats = 0;
+  for (size_t i = 0; i < layout_.tiles.size(); ++i) {
+    packed_offset_[i] = floats;
+    const MoeTile& t = layout_.tiles[i];
+    floats += (gemm_[t.local_expert].PackedAFloats(t.rows) + 15) / 16 * 16;  // 64-byte aligned
+  }
+  if (static_cast<int64_t>(packed_h_.size()) < floats) packed_h_.resize(floats);
   // Contributions per destination (the rows' source), grouped by token.
   combine_.assign(static_cast<size_t>(W), {});
   std::vector<std::vector<std::pair<int32_t, int64_t>>> by_src(static_cast<size_t>(W));
@@ -209,11 +217,27 @@ Status MoeLayer1::BeginCall(const Routing& routing) {
   return OkStatus();
 }
 
-void MoeLayer1::GemmColumns(const float* h, int64_t c0, int64_t c1, int worker, int workers) {
+MoeLayer1::APack MoeLayer1::PackFor(int chunk, int chunks) {
+  if (chunks <= 1) return APack::kPerCall;
+  return chunk == 0 ? APack::kPackOnce : APack::kPrepacked;
+}
+
+// A worker packs and later reuses the same tiles (tile i goes to worker i mod workers in every
+// chunk), so packed_h_ needs no synchronisation beyond the chunk order of one worker.
+void MoeLayer1::GemmColumns(const float* h, int64_t c0, int64_t c1, int worker, int workers,
+                            APack pack) {
   const int64_t H = shape_.hidden, F = shape_.ffn;
   for (size_t i = worker; i < layout_.tiles.size(); i += workers) {
     const MoeTile& t = layout_.tiles[i];
-    gemm_[t.local_expert].Run(h + t.row0 * F, F, t.rows, y_rows_.data() + t.row0 * H, H, c0, c1);
+    const TileGemm& g = gemm_[t.local_expert];
+    float* y = y_rows_.data() + t.row0 * H;
+    if (pack == APack::kPerCall) {
+      g.Run(h + t.row0 * F, F, t.rows, y, H, c0, c1);
+      continue;
+    }
+    float* a = packed_h_.data() + packed_offset_[i];
+    if (pack == APack::kPackOnce) g.PackA(h + t.row0 * F, F, t.rows, a);
+    g.RunPackedA(a, t.rows, y, H, c0, c1);
   }
 }
 
@@ -277,7 +301,8 @@ Status MoeLayer1::RunFused(const float* h, bool send, OpRunStats& stats) {
     pool_->Schedule([this, group, h, w, S, H, n_comp, me] {
       for (int sid = 0; sid < S; ++sid) {
         const int64_t t0 = NowNanos();
-        GemmColumns(h, SplitBegin(H, S, sid), SplitBegin(H, S, sid + 1), w, n_comp);
+        GemmColumns(h, SplitBegin(H, S, sid), SplitBegin(H, S, sid + 1), w, n_comp,
+                    PackFor(sid, S));
         group->gemm_ns += NowNanos() - t0;
         // Counter-based many-to-one notify: the last of the n_comp arrivals signals the split.
         CounterNotify(*rt_, counters_, sid, me, static_cast<uint32_t>(n_comp), split_sig_);
@@ -317,7 +342,8 @@ Status MoeLayer1::ComputeAndCombine(OverlapMode mode, const float* h, bool send,
   const int C = Chunks(mode);
   for (int c = 0; c < C; ++c) {
     const int64_t t0 = NowNanos();
-    GemmColumns(h, SplitBegin(shape_.hidden, C, c), SplitBegin(shape_.hidden, C, c + 1), 0, 1);
+    GemmColumns(h, SplitBegin(shape_.hidden, C, c), SplitBegin(shape_.hidden, C, c + 1), 0, 1,
+                PackFor(c, C));
     CombineChunk(c, C, send, &stats);
     stats.compute_s += Since(t0);
   }
@@ -444,7 +470,9 @@ Result<MoeLayer1Profile> MoeLayer1::ProfileSplits(const float* h) {
   for (const MoeTile& t : layout_.tiles) rows += t.rows;
   for (const Combine& c : combine_) contribs += static_cast<int64_t>(c.row.size());
   MoeLayer1Profile p;
-  const double gemm_s = MeasureSeconds([&] { GemmColumns(h, 0, c1, 0, 1); });
+  // The steady chunk cost: A packed by the first chunk (outside the measurement), then reused.
+  GemmColumns(h, 0, c1, 0, 1, APack::kPackOnce);
+  const double gemm_s = MeasureSeconds([&] { GemmColumns(h, 0, c1, 0, 1, APack::kPrepacked); });
   const double macs = static_cast<double>(std::max<int64_t>(rows, 1)) * shape_.ffn * c1;
   p.seconds_per_mac = gemm_s / macs;
   const double red_s = MeasureSeconds([&] { CombineChunk(0, chunks, /*send=*/false, nullptr); });

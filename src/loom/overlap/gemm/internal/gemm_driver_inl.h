@@ -51,6 +51,22 @@ inline void PackA(const float* a, int64_t lda, int64_t mc, int64_t kc, float* ds
   }
 }
 
+// Packs all of A (m rows, depth k) block by block in the layout of PackedAFloats.
+template <typename K>
+void PackAllA(const float* a, int64_t lda, int64_t m, int64_t k, float* dst) {
+  constexpr int64_t kMr = K::kBlocking.mr;
+  constexpr int64_t kKc = K::kBlocking.kc;
+  constexpr int64_t kMc = K::kBlocking.mc;
+  for (int64_t ic = 0; ic < m; ic += kMc) {
+    const int64_t mc = m - ic < kMc ? m - ic : kMc;
+    const int64_t panel_rows = (mc + kMr - 1) / kMr * kMr;
+    for (int64_t pc = 0; pc < k; pc += kKc) {
+      const int64_t kc = k - pc < kKc ? k - pc : kKc;
+      PackA<K>(a + ic * lda + pc, lda, mc, kc, dst + ic * k + panel_rows * pc);
+    }
+  }
+}
+
 template <typename K>
 void RunBlocked(const GemmArgs& g) {
   constexpr int64_t kMr = K::kBlocking.mr;
@@ -59,7 +75,7 @@ void RunBlocked(const GemmArgs& g) {
   constexpr int64_t kMc = K::kBlocking.mc;
   static_assert(kMc % kMr == 0, "MC must be a multiple of MR");
   if (g.m <= 0 || g.n0 >= g.n1 || g.k <= 0) return;
-  float* a_pack = g.workspace;
+  float* a_work = g.workspace;
   float* edge = g.workspace + kMc * kKc;
   const int64_t p_begin = g.n0 / kNr;
   const int64_t p_end = (g.n1 + kNr - 1) / kNr;
@@ -68,7 +84,12 @@ void RunBlocked(const GemmArgs& g) {
     for (int64_t pc = 0; pc < g.k; pc += kKc) {
       const int64_t kc = g.k - pc < kKc ? g.k - pc : kKc;
       const bool accumulate = g.accumulate || pc > 0;
-      PackA<K>(g.a + ic * g.lda + pc, g.lda, mc, kc, a_pack);
+      const float* a_pack = a_work;
+      if (g.packed_a != nullptr) {
+        a_pack = g.packed_a + ic * g.k + (mc + kMr - 1) / kMr * kMr * pc;
+      } else {
+        PackA<K>(g.a + ic * g.lda + pc, g.lda, mc, kc, a_work);
+      }
       for (int64_t p = p_begin; p < p_end; ++p) {
         const float* b = g.packed_b + p * g.k * kNr + pc * kNr;
         const int64_t col0 = p * kNr;

@@ -43,10 +43,26 @@ struct GemmArgs {
   int64_t n1;
   bool accumulate;
   float* workspace;  // ≥ WorkspaceFloats(blocking) floats, 64-byte aligned
+  // A already packed for all of its rows and K (PackAllA's layout), or nullptr: the driver packs
+  // each MC × KC block of A itself. With many column sub-ranges over the same rows (a GEMM split
+  // along N), packing once saves re-packing A per sub-range (~30 % of a 128-column call).
+  const float* packed_a = nullptr;
 };
+
+// Floats of A prepacked for m rows and depth k: MC-row blocks at ic·k, each holding its KC
+// slices (slice pc of a block with mc rows at PanelRows(mc)·pc, PanelRows = mc rounded up to MR).
+constexpr int64_t PackedAFloats(const GemmBlocking& b, int64_t m, int64_t k) {
+  if (m <= 0 || k <= 0) return 0;
+  const int64_t last = (m - 1) / b.mc * b.mc;
+  return (last + (m - last + b.mr - 1) / b.mr * b.mr) * k;
+}
 
 void RunScalarGemm(const GemmArgs& args);
 void RunAvx2Gemm(const GemmArgs& args);    // only call when the CPU has AVX2 and FMA
 void RunAvx512Gemm(const GemmArgs& args);  // only call when the CPU has AVX-512F
+// Packs A[0..m, 0..k) into `dst` (PackedAFloats of that ISA's blocking) for GemmArgs::packed_a.
+void PackScalarA(const float* a, int64_t lda, int64_t m, int64_t k, float* dst);
+void PackAvx2A(const float* a, int64_t lda, int64_t m, int64_t k, float* dst);
+void PackAvx512A(const float* a, int64_t lda, int64_t m, int64_t k, float* dst);
 
 }  // namespace loom::overlap::internal
