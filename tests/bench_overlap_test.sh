@@ -41,6 +41,19 @@ for x in w:
         for v in ["sequential", "decomposed", "fused_s2", "auto"]:
             t = a["metrics"]["variants"][v]["t_x_s"]["median"]
             assert t > 0, (x["workload"]["name"], a["label"], v, t)
+        # MoE records each layer's wall time. The parent keeps the max over ranks of every
+        # number, so the op's time lies between the slower layer and the sum of the two.
+        for tr in a["trials"]:
+            for name, v in tr["x"].items():
+                if x["workload"]["op"] != "moe":
+                    assert "parts" not in v, name
+                    continue
+                p = v["parts"]
+                assert p["layer0_s"] > 0 and p["layer1_s"] > 0, (name, p)
+                lo, hi = max(p["layer0_s"], p["layer1_s"]), p["layer0_s"] + p["layer1_s"]
+                assert lo <= v["wall_s"] <= hi * (1 + 1e-9), (name, p, v["wall_s"])
+            if x["workload"]["op"] == "moe":
+                assert tr["t_comp_parts"]["layer1_s"] > 0 and tr["t_comm_parts"]["layer0_s"] > 0, tr
 print("summary ok:", {k: round(v, 3) for k, v in s.items() if isinstance(v, float)})
 PY
 set +e

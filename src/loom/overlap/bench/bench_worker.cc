@@ -55,6 +55,8 @@ class Driver {
   virtual Result<OpRunStats> ComputeOnly() = 0;
   virtual Result<OpRunStats> CommOnly() = 0;
   virtual std::string Resolved() const = 0;
+  // Per-part wall times of the last Run / ComputeOnly / CommOnly (MoE: its two layers), or null.
+  virtual json Parts() const { return nullptr; }
 };
 
 OpConfig MakeOpConfig(const BenchVariant& v, const OverlapBenchConfig& c) {
@@ -124,27 +126,35 @@ class MoeDriver final : public Driver {
   Result<OpRunStats> Run() override {
     LOOM_ASSIGN_OR_RETURN(OpRunStats s0, l0_.Run(d_->x.data(), d_->routing, d_->h.data()));
     LOOM_ASSIGN_OR_RETURN(OpRunStats s1, l1_.Run(d_->h.data(), d_->routing, d_->y.data()));
-    return AddStats(s0, s1);
+    return Keep(s0, s1);
   }
   Result<OpRunStats> ComputeOnly() override {
     LOOM_ASSIGN_OR_RETURN(OpRunStats s0, l0_.RunComputeOnly(d_->h.data()));
     LOOM_ASSIGN_OR_RETURN(OpRunStats s1, l1_.RunComputeOnly(d_->h.data(), d_->y.data()));
-    return AddStats(s0, s1);
+    return Keep(s0, s1);
   }
   Result<OpRunStats> CommOnly() override {
     LOOM_ASSIGN_OR_RETURN(OpRunStats s0, l0_.RunCommOnly(d_->x.data(), d_->routing));
     LOOM_ASSIGN_OR_RETURN(OpRunStats s1, l1_.RunCommOnly(d_->routing));
-    return AddStats(s0, s1);
+    return Keep(s0, s1);
   }
+  json Parts() const override { return {{"layer0_s", layer_s_[0]}, {"layer1_s", layer_s_[1]}}; }
   std::string Resolved() const override {
     return std::string(OverlapModeName(l0_.resolved_mode())) + "/" +
            std::string(OverlapModeName(l1_.resolved_mode()));
   }
 
  private:
+  OpRunStats Keep(const OpRunStats& s0, const OpRunStats& s1) {
+    layer_s_[0] = s0.wall_s;
+    layer_s_[1] = s1.wall_s;
+    return AddStats(s0, s1);
+  }
+
   MoeLayer0 l0_;
   MoeLayer1 l1_;
   WorkloadData* d_;
+  double layer_s_[2] = {0, 0};
 };
 
 std::unique_ptr<Driver> MakeDriver(Runtime* rt, LinkProxy* proxy, const BenchWorkload& w,
@@ -365,11 +375,16 @@ Result<json> RunArm(Runtime* rt, const BenchWorkload& w, const std::vector<Bench
                                               st.status().message());
       }
       x[variants[i].Name()] = StatsJson(*st, setup.drivers[i]->Resolved());
+      if (json parts = setup.drivers[i]->Parts(); !parts.is_null()) {
+        x[variants[i].Name()]["parts"] = std::move(parts);
+      }
     }
     LOOM_RETURN_IF_ERROR(rt->barrier_all("bench overlap: before t_comp"));
     LOOM_ASSIGN_OR_RETURN(OpRunStats comp, setup.drivers[ref_index]->ComputeOnly());
+    const json comp_parts = setup.drivers[ref_index]->Parts();
     LOOM_RETURN_IF_ERROR(rt->barrier_all("bench overlap: before t_comm"));
     LOOM_ASSIGN_OR_RETURN(OpRunStats comm, setup.drivers[ref_index]->CommOnly());
+    const json comm_parts = setup.drivers[ref_index]->Parts();
     const CpuTicks ticks1 = ReadCpuTicks();
     double load[1] = {0};
     if (getloadavg(load, 1) < 1) load[0] = -1;
@@ -387,6 +402,8 @@ Result<json> RunArm(Runtime* rt, const BenchWorkload& w, const std::vector<Bench
                   {"loadavg", load[0]},
                   {"bytes_per_second", bps},
                   {"x", x}};
+    if (!comp_parts.is_null()) trial["t_comp_parts"] = comp_parts;
+    if (!comm_parts.is_null()) trial["t_comm_parts"] = comm_parts;
     if (hold.on) {
       trial["hold_t_comp_s"] = used_t_s;
       trial["hold_source"] = probe ? "probe" : "previous_round";
