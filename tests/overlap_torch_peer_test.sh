@@ -5,7 +5,8 @@
 # chunks of 13/12/12 rows, K 19, N 23): the script exits non-zero unless the decomposed result
 # equals the local reference (max relative error <= 1e-4), and its JSON must say so. Then the
 # peer's JSON for the tiny AG+GEMM shape (unshaped, so it belongs to the unlimited arm) is attached
-# by `loom bench overlap --peers DIR` and shown in the table. Skipped (77) without Debian's
+# by `loom bench overlap --peers DIR` and shown in the table. The MoE layer pair runs on 37 tokens
+# over 4 experts (hidden 19, ffn 23, 3 column chunks), uniform and Zipf. Skipped (77) without Debian's
 # python3-torch.
 source "$(dirname "$0")/lib.sh"
 peer=$(cd "$(dirname "$0")/.." && pwd)/scripts/bench/overlap_torch_peer.py
@@ -19,6 +20,11 @@ for op in ag_gemm gemm_rs; do
     { cat "$out"; fail "torch_decomposed $op failed (or differs from the reference)"; }
   expect_contains "$out" "torch_decomposed" "the peer's one-line summary"
 done
+for routing in uniform zipf; do
+  timeout 120 /usr/bin/python3 "$peer" --op moe --routing "$routing" --tokens 37 --experts 4 \
+    --hidden 19 --ffn 23 --chunks 3 --trials 2 --warmup 1 --json "$SCRATCH/torch_moe_$routing.json" \
+    > "$out" 2>&1 || { cat "$out"; fail "torch_decomposed moe $routing failed (or differs from the reference)"; }
+done
 /usr/bin/python3 - "$SCRATCH" <<'PY' || fail "torch_decomposed peer JSON wrong (see above)"
 import json, math, sys
 for op in ["ag_gemm", "gemm_rs"]:
@@ -31,6 +37,17 @@ for op in ["ag_gemm", "gemm_rs"]:
     assert doc["decomposed"]["chunks"] == 3 and doc["decomposed"]["async_op"], doc["decomposed"]
     assert doc["ignored_flags"] == ["--panel-rows", "8"], doc["ignored_flags"]
     assert len(doc["per_trial"]["t_x_s"]) == 2, doc["per_trial"]
+    assert all(t > 0 and math.isfinite(t) for t in doc["per_trial"]["t_x_s"]), doc["per_trial"]
+for routing in ["uniform", "zipf"]:
+    doc = json.load(open(f"{sys.argv[1]}/torch_moe_{routing}.json"))
+    assert doc["op"] == "moe" and doc["impl"] == "torch_decomposed", doc["impl"]
+    assert doc["shape"] == {"world": 2, "experts": 4, "topk": 2, "hidden": 19, "ffn": 23,
+                            "tokens_per_rank": 37, "routing": routing}, doc["shape"]
+    v = doc["verify"]
+    assert v["ok"] and 0 <= v["max_rel_err"] <= v["tolerance"] == 1e-4, v
+    # Rows to the other rank's experts and partial sums back: more than zero, at most every
+    # token's top-2 rows plus one partial per token, at 19 floats each.
+    assert 0 < doc["comm_bytes_per_rank"] <= (2 * 37 + 37) * 19 * 4, doc["comm_bytes_per_rank"]
     assert all(t > 0 and math.isfinite(t) for t in doc["per_trial"]["t_x_s"]), doc["per_trial"]
 print("torch_decomposed peers ok")
 PY

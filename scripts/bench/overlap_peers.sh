@@ -200,12 +200,7 @@ for rate in "${rate_list[@]}"; do
         case "$impl" in
           mpi|mpi_decomposed) run_mpi "$json" "${all[@]}" || rc=$? ;;
           gloo|gloo_decomposed) run_gloo "$json" "${all[@]}" || rc=$? ;;
-          torch_decomposed)
-            if [ "$op" = moe ]; then
-              echo "# torch_decomposed: no MoE version, skipped"
-              continue
-            fi
-            run_torch "$json" "${all[@]}" || rc=$? ;;
+          torch_decomposed) run_torch "$json" "${all[@]}" || rc=$? ;;
           *) echo "overlap_peers.sh: unknown impl $impl" >&2; rc=2 ;;
         esac
         if [ "$rc" != 0 ]; then
