@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 #include <set>
 
@@ -117,150 +118,131 @@ bool KnownMethod(const std::string& m) {
          m == "kmeans_pooled";
 }
 
-}  // namespace
+// One few-shot evaluation on `target`: the base models trained on every other device, then each
+// selection method's picks from the target's pool scored by adapting the models to them.
+class FewShotEvaluation {
+ public:
+  FewShotEvaluation(const Dataset& ds, const std::string& target, const EvalOptions& o)
+      : ds_(ds), target_(target), o_(o) {}
 
-Result<std::vector<FewShotRow>> EvaluateFewShot(const Dataset& ds, const std::string& target,
-                                                const EvalOptions& o) {
-  for (const std::string& m : o.fewshot_methods) {
-    if (!KnownMethod(m)) {
-      return InvalidArgumentError("costmodel: unknown few-shot method '" + m +
-                                  "' (random, stratified, kmeans, kmeans_unweighted, "
-                                  "kmeans_pooled)");
+  Result<std::vector<FewShotRow>> Run() {
+    LOOM_RETURN_IF_ERROR(SplitAndTrain());
+    std::vector<FewShotRow> rows(n_models_);
+    const char* names[3] = {"xgboost", "mlp_no_pe", nullptr};
+    for (int m = 0; m < n_models_; ++m) {
+      rows[m].target = target_;
+      rows[m].model = m == kLearned ? o_.learned_model_name : names[m];
+      rows[m].budget = budget_;
+      rows[m].n_test = static_cast<int>(pool_.size()) - budget_;
     }
+    LOOM_RETURN_IF_ERROR(ZeroShot(rows));
+    LOOM_RETURN_IF_ERROR(ClusterSpaces());
+    for (const std::string& method : o_.fewshot_methods) {
+      LOOM_RETURN_IF_ERROR(RunMethod(method, rows));
+    }
+    return rows;
   }
-  std::vector<int> source, pool;
-  for (int i = 0; i < static_cast<int>(ds.samples.size()); ++i) {
-    (ds.samples[i].device == target ? pool : source).push_back(i);
-  }
-  if (pool.size() < 20 || source.empty()) {
-    return InvalidArgumentError("costmodel: few-shot target " + target + " has " +
-                                std::to_string(pool.size()) + " samples (need >= 20)");
-  }
-  const int budget = std::max(1, static_cast<int>(std::ceil(o.fewshot_fraction * pool.size())));
-  LOOM_ASSIGN_OR_RETURN(FeatureMatrix xs, PooledMatrix(ds, source));
-  LOOM_ASSIGN_OR_RETURN(FeatureMatrix xp, PooledMatrix(ds, pool));
-  const std::vector<float> ys = LogTargets(ds, source);
-  LOOM_ASSIGN_OR_RETURN(XgbRegressor xgb0, XgbRegressor::Train(xs, ys, o.xgb));
-  Mlp mlp0;
-  mlp0.Train(xs, ys, o.mlp);
-  std::unique_ptr<LatencyModel> learned0;
-  if (o.learned_model) {
-    learned0 = o.learned_model();
-    LOOM_RETURN_IF_ERROR(learned0->Train(ds, source, o.adapt_to_test ? pool : std::vector<int>{}));
-  }
+
+ private:
   enum Model { kXgb = 0, kMlp = 1, kLearned = 2 };
-  const int n_models = learned0 ? 3 : 2;
 
-  // MAPE on the pool's remaining samples of model `m` adapted with `sel` (positions into pool).
-  auto score = [&](int m, const Selection& sel) -> Result<double> {
-    std::vector<int> picked;
-    for (int p : sel.picks) picked.push_back(pool[p]);
-    const std::vector<int> test = Without(pool, picked);
-    const std::vector<double> truth = Truth(ds, test);
-    if (m == kXgb) {
-      LOOM_ASSIGN_OR_RETURN(FeatureMatrix xt, PooledMatrix(ds, test));
-      LOOM_ASSIGN_OR_RETURN(FeatureMatrix xa, PooledMatrix(ds, Concat(source, picked)));
-      std::vector<float> w(source.size(), 1.f);
-      for (double pw : sel.weights) w.push_back(static_cast<float>(o.fewshot_weight * pw));
-      LOOM_ASSIGN_OR_RETURN(
-          XgbRegressor xgb,
-          XgbRegressor::Train(xa, LogTargets(ds, Concat(source, picked)), o.xgb, &w));
-      LOOM_ASSIGN_OR_RETURN(std::vector<float> px, xgb.Predict(xt));
-      return Mape(truth, Exp(px));
-    }
-    // Source, then the picks round by round (equal weights: fewshot_weight copies of the picks,
-    // in the order the original evaluation used).
-    const std::vector<int> copies = CopiesForWeights(sel.weights, o.fewshot_weight);
-    std::vector<int> mix = source;
-    const int rounds = copies.empty() ? 0 : *std::max_element(copies.begin(), copies.end());
-    for (int c = 0; c < rounds; ++c) {
-      for (size_t j = 0; j < picked.size(); ++j) {
-        if (copies[j] > c) mix.push_back(picked[j]);
+  // The target's samples form the pool, every other device's the source; trains the base models.
+  Status SplitAndTrain() {
+    for (const std::string& m : o_.fewshot_methods) {
+      if (!KnownMethod(m)) {
+        return InvalidArgumentError("costmodel: unknown few-shot method '" + m +
+                                    "' (random, stratified, kmeans, kmeans_unweighted, "
+                                    "kmeans_pooled)");
       }
     }
-    if (m == kMlp) {
-      LOOM_ASSIGN_OR_RETURN(FeatureMatrix xt, PooledMatrix(ds, test));
-      LOOM_ASSIGN_OR_RETURN(FeatureMatrix xk, PooledMatrix(ds, mix));
-      Mlp mlp = mlp0.Clone();
-      mlp.FineTune(xk, LogTargets(ds, mix), o.finetune_epochs, o.finetune_lr);
-      return Mape(truth, Exp(mlp.Predict(xt)));
+    for (int i = 0; i < static_cast<int>(ds_.samples.size()); ++i) {
+      (ds_.samples[i].device == target_ ? pool_ : source_).push_back(i);
     }
-    std::unique_ptr<LatencyModel> learned = learned0->Clone();
-    LOOM_RETURN_IF_ERROR(learned->FineTune(ds, mix));
-    LOOM_ASSIGN_OR_RETURN(std::vector<double> pl, learned->PredictSeconds(ds, test));
-    return Mape(truth, pl);
-  };
-
-  std::vector<FewShotRow> rows(n_models);
-  const char* names[3] = {"xgboost", "mlp_no_pe", nullptr};
-  for (int m = 0; m < n_models; ++m) {
-    rows[m].target = target;
-    rows[m].model = m == kLearned ? o.learned_model_name : names[m];
-    rows[m].budget = budget;
-    rows[m].n_test = static_cast<int>(pool.size()) - budget;
+    if (pool_.size() < 20 || source_.empty()) {
+      return InvalidArgumentError("costmodel: few-shot target " + target_ + " has " +
+                                  std::to_string(pool_.size()) + " samples (need >= 20)");
+    }
+    budget_ = std::max(1, static_cast<int>(std::ceil(o_.fewshot_fraction * pool_.size())));
+    LOOM_ASSIGN_OR_RETURN(FeatureMatrix xs, PooledMatrix(ds_, source_));
+    LOOM_ASSIGN_OR_RETURN(xp_, PooledMatrix(ds_, pool_));
+    const std::vector<float> ys = LogTargets(ds_, source_);
+    LOOM_ASSIGN_OR_RETURN(xgb0_, XgbRegressor::Train(xs, ys, o_.xgb));
+    mlp0_.Train(xs, ys, o_.mlp);
+    if (o_.learned_model) {
+      learned0_ = o_.learned_model();
+      LOOM_RETURN_IF_ERROR(
+          learned0_->Train(ds_, source_, o_.adapt_to_test ? pool_ : std::vector<int>{}));
+    }
+    n_models_ = learned0_ ? 3 : 2;
+    return OkStatus();
   }
-  {  // zero-shot on the whole pool
-    const std::vector<double> truth = Truth(ds, pool);
-    LOOM_ASSIGN_OR_RETURN(std::vector<float> px, xgb0.Predict(xp));
+
+  // MAPE of each base model on the whole pool.
+  Status ZeroShot(std::vector<FewShotRow>& rows) const {
+    const std::vector<double> truth = Truth(ds_, pool_);
+    LOOM_ASSIGN_OR_RETURN(std::vector<float> px, xgb0_->Predict(xp_));
     rows[kXgb].zero_shot_mape = Mape(truth, Exp(px));
-    rows[kMlp].zero_shot_mape = Mape(truth, Exp(mlp0.Predict(xp)));
-    if (learned0) {
-      LOOM_ASSIGN_OR_RETURN(std::vector<double> pl, learned0->PredictSeconds(ds, pool));
+    rows[kMlp].zero_shot_mape = Mape(truth, Exp(mlp0_.Predict(xp_)));
+    if (learned0_) {
+      LOOM_ASSIGN_OR_RETURN(std::vector<double> pl, learned0_->PredictSeconds(ds_, pool_));
       rows[kLearned].zero_shot_mape = Mape(truth, pl);
     }
+    return OkStatus();
   }
-  // What KMeans clusters for each model: the model's latents, or standardised pooled features.
-  const FeatureMatrix pooled = Standardizer::Fit(xp).Apply(xp);
-  std::vector<FeatureMatrix> space(n_models);
-  std::vector<std::string> space_name(n_models, "pooled");
-  space[kXgb] = pooled;
-  space[kMlp] = mlp0.Embed(xp);
-  space_name[kMlp] = "latent";
-  if (learned0) {
-    Result<std::vector<std::vector<float>>> z = learned0->Latents(ds, pool);
-    if (z.ok()) {
-      space[kLearned] = FromRows(*z);
-      space_name[kLearned] = "latent";
-    } else if (z.status().code() == StatusCode::kUnimplemented) {
-      space[kLearned] = pooled;
-    } else {
-      return z.status();
-    }
-  }
-  for (int m = 0; m < n_models; ++m) {  // a model that blew up on the pool: pooled features
-    if (!std::all_of(space[m].data.begin(), space[m].data.end(),
-                     [](float v) { return std::isfinite(v); })) {
-      space[m] = pooled;
-      space_name[m] = "pooled";
-    }
-  }
-  std::vector<int> kinds;
-  for (int i : pool) kinds.push_back(static_cast<int>(ds.samples[i].spec.kind));
 
-  for (const std::string& method : o.fewshot_methods) {
+  // What KMeans clusters for each model: the model's latents, or standardised pooled features.
+  Status ClusterSpaces() {
+    pooled_ = Standardizer::Fit(xp_).Apply(xp_);
+    space_.assign(n_models_, pooled_);
+    space_name_.assign(n_models_, "pooled");
+    space_[kMlp] = mlp0_.Embed(xp_);
+    space_name_[kMlp] = "latent";
+    if (learned0_) {
+      Result<std::vector<std::vector<float>>> z = learned0_->Latents(ds_, pool_);
+      if (z.ok()) {
+        space_[kLearned] = FromRows(*z);
+        space_name_[kLearned] = "latent";
+      } else if (z.status().code() != StatusCode::kUnimplemented) {
+        return z.status();
+      }
+    }
+    for (int m = 0; m < n_models_; ++m) {  // a model that blew up on the pool: pooled features
+      if (!std::all_of(space_[m].data.begin(), space_[m].data.end(),
+                       [](float v) { return std::isfinite(v); })) {
+        space_[m] = pooled_;
+        space_name_[m] = "pooled";
+      }
+    }
+    for (int i : pool_) kinds_.push_back(static_cast<int>(ds_.samples[i].spec.kind));
+    return OkStatus();
+  }
+
+  Selection Select(const std::string& method, int m, int seed_index, bool size_weighted) const {
+    if (method == "random") {
+      return RandomSelection(static_cast<int>(pool_.size()), budget_, o_.seed * 1000 + seed_index);
+    }
+    if (method == "stratified")
+      return StratifiedSelection(kinds_, budget_, o_.seed * 1000 + seed_index);
+    const FeatureMatrix& x = method == "kmeans_pooled" ? pooled_ : space_[m];
+    return KMeansSelection(x, budget_, o_.seed + seed_index, size_weighted);
+  }
+
+  // One method over every seed and model; its arm is appended to each model's row.
+  Status RunMethod(const std::string& method, std::vector<FewShotRow>& rows) const {
     const bool kmeans = method.rfind("kmeans", 0) == 0;
-    std::vector<FewShotArm> arms(n_models);
-    for (int m = 0; m < n_models; ++m) {
+    std::vector<FewShotArm> arms(n_models_);
+    for (int m = 0; m < n_models_; ++m) {
       arms[m].method = method;
-      arms[m].space = !kmeans ? "-" : method == "kmeans_pooled" ? "pooled" : space_name[m];
+      arms[m].space = !kmeans ? "-" : method == "kmeans_pooled" ? "pooled" : space_name_[m];
       arms[m].size_weighted = method == "kmeans";
     }
-    for (int s = 0; s < o.random_seeds; ++s) {
-      for (int m = 0; m < n_models; ++m) {
-        Selection sel;
-        if (method == "random") {
-          sel = RandomSelection(static_cast<int>(pool.size()), budget, o.seed * 1000 + s);
-        } else if (method == "stratified") {
-          sel = StratifiedSelection(kinds, budget, o.seed * 1000 + s);
-        } else {
-          const FeatureMatrix& x = method == "kmeans_pooled" ? pooled : space[m];
-          sel = KMeansSelection(x, budget, o.seed + s, arms[m].size_weighted);
-        }
-        LOOM_ASSIGN_OR_RETURN(double mape, score(m, sel));
+    for (int s = 0; s < o_.random_seeds; ++s) {
+      for (int m = 0; m < n_models_; ++m) {
+        LOOM_ASSIGN_OR_RETURN(double mape, Score(m, Select(method, m, s, arms[m].size_weighted)));
         arms[m].mapes.push_back(mape);
       }
     }
-    for (int m = 0; m < n_models; ++m) {
+    for (int m = 0; m < n_models_; ++m) {
       MeanStd(&arms[m]);
       if (method == "kmeans") rows[m].kmeans_mape = arms[m].mean;
       if (method == "random") {
@@ -269,8 +251,70 @@ Result<std::vector<FewShotRow>> EvaluateFewShot(const Dataset& ds, const std::st
       }
       rows[m].arms.push_back(arms[m]);
     }
+    return OkStatus();
   }
-  return rows;
+
+  // MAPE on the pool's remaining samples of model `m` adapted with `sel` (positions into pool).
+  Result<double> Score(int m, const Selection& sel) const {
+    std::vector<int> picked;
+    for (int p : sel.picks) picked.push_back(pool_[p]);
+    const std::vector<int> test = Without(pool_, picked);
+    const std::vector<double> truth = Truth(ds_, test);
+    if (m == kXgb) {
+      LOOM_ASSIGN_OR_RETURN(FeatureMatrix xt, PooledMatrix(ds_, test));
+      LOOM_ASSIGN_OR_RETURN(FeatureMatrix xa, PooledMatrix(ds_, Concat(source_, picked)));
+      std::vector<float> w(source_.size(), 1.f);
+      for (double pw : sel.weights) w.push_back(static_cast<float>(o_.fewshot_weight * pw));
+      LOOM_ASSIGN_OR_RETURN(
+          XgbRegressor xgb,
+          XgbRegressor::Train(xa, LogTargets(ds_, Concat(source_, picked)), o_.xgb, &w));
+      LOOM_ASSIGN_OR_RETURN(std::vector<float> px, xgb.Predict(xt));
+      return Mape(truth, Exp(px));
+    }
+    // Source, then the picks round by round (equal weights: fewshot_weight copies of the picks,
+    // in the order the original evaluation used).
+    const std::vector<int> copies = CopiesForWeights(sel.weights, o_.fewshot_weight);
+    std::vector<int> mix = source_;
+    const int rounds = copies.empty() ? 0 : *std::max_element(copies.begin(), copies.end());
+    for (int c = 0; c < rounds; ++c) {
+      for (size_t j = 0; j < picked.size(); ++j) {
+        if (copies[j] > c) mix.push_back(picked[j]);
+      }
+    }
+    if (m == kMlp) {
+      LOOM_ASSIGN_OR_RETURN(FeatureMatrix xt, PooledMatrix(ds_, test));
+      LOOM_ASSIGN_OR_RETURN(FeatureMatrix xk, PooledMatrix(ds_, mix));
+      Mlp mlp = mlp0_.Clone();
+      mlp.FineTune(xk, LogTargets(ds_, mix), o_.finetune_epochs, o_.finetune_lr);
+      return Mape(truth, Exp(mlp.Predict(xt)));
+    }
+    std::unique_ptr<LatencyModel> learned = learned0_->Clone();
+    LOOM_RETURN_IF_ERROR(learned->FineTune(ds_, mix));
+    LOOM_ASSIGN_OR_RETURN(std::vector<double> pl, learned->PredictSeconds(ds_, test));
+    return Mape(truth, pl);
+  }
+
+  const Dataset& ds_;
+  const std::string target_;
+  const EvalOptions& o_;
+  std::vector<int> source_, pool_;
+  int budget_ = 0;
+  int n_models_ = 2;
+  FeatureMatrix xp_;
+  std::optional<XgbRegressor> xgb0_;  // set by SplitAndTrain
+  Mlp mlp0_;
+  std::unique_ptr<LatencyModel> learned0_;
+  FeatureMatrix pooled_;
+  std::vector<FeatureMatrix> space_;
+  std::vector<std::string> space_name_;
+  std::vector<int> kinds_;
+};
+
+}  // namespace
+
+Result<std::vector<FewShotRow>> EvaluateFewShot(const Dataset& ds, const std::string& target,
+                                                const EvalOptions& o) {
+  return FewShotEvaluation(ds, target, o).Run();
 }
 
 Result<EvalReport> RunEvaluation(const Dataset& all, const EvalOptions& o) {
