@@ -63,6 +63,7 @@ struct ReplayBenchArgs {
   std::string loom;     // default: this binary
   std::string testbed;  // default: <source>/scripts/testbed/netns_2host.sh
   std::string codecs_json;
+  std::string link_model = "auto";  // --link-model (dfg::ParseLinkModel)
   double unshaped_gbit = 10;
   bool keep = false;
   std::vector<std::string> train_keys;  // extra `loom train` keys (after --)
@@ -269,7 +270,9 @@ Status RunBenchReplay(ReplayBenchArgs a) {
                  {"testbed", a.testbed},
                  {"loom", a.loom},
                  {"unshaped_gbit", a.unshaped_gbit},
-                 {"codecs_json", a.codecs_json}};
+                 {"codecs_json", a.codecs_json},
+                 {"link_model", a.link_model}};
+  LOOM_ASSIGN_OR_RETURN(const auto link_model, trace::dfg::ParseLinkModel(a.link_model));
   PrintBenchHeader("replay", config);
   Testbed bed(a, common, dir.dir);
 
@@ -279,6 +282,7 @@ Status RunBenchReplay(ReplayBenchArgs a) {
   LOOM_ASSIGN_OR_RETURN(RunResult profile_run, bed.Run(base, "profile", /*traced=*/true));
   trace::dfg::TraceModelOptions mo;
   mo.split_bytes = 256 << 10;  // the grid's smallest bucket
+  mo.link_model = link_model;
   LOOM_ASSIGN_OR_RETURN(ev::ProfiledRun profile,
                         ev::LoadProfile(profile_run.run_dir + "/trace", mo));
   const trace::dfg::TraceModel& model = profile.model;
@@ -479,6 +483,9 @@ void RegisterBenchReplay(CLI::App& bench, CliContext* ctx) {
   cmd->add_option("--loom", a->loom, "loom binary to run (default: this one)");
   cmd->add_option("--testbed", a->testbed, "two-namespace testbed script (netns_2host.sh)");
   cmd->add_option("--codecs-json", a->codecs_json, "`loom bench codecs --json` for codec costs");
+  cmd->add_option("--link-model", a->link_model,
+                  "profile's links: auto (token buckets when shaped; default), alpha-beta, "
+                  "token-bucket");
   cmd->add_option("--unshaped-gbit", a->unshaped_gbit,
                   "veth capacity assumed for unshaped what-ifs (default 10)");
   cmd->add_flag("--keep", a->keep, "keep the run directories");

@@ -69,6 +69,9 @@ void AddTraceRunOptions(CLI::App* cmd, TraceRunArgs* a) {
   cmd->add_option("--link-gbps", a->link_gbps, "link bandwidth in GB/s (default: fitted)");
   cmd->add_option("--stat", a->stat, "per-step samples to one value: median (default) or mean");
   cmd->add_option("--split", a->split, "backward pieces per bucket of at most this size (1MiB)");
+  cmd->add_option("--link-model", a->link_model,
+                  "egress link: auto (token bucket when the trace shows a shaped link; default), "
+                  "alpha-beta or token-bucket");
 }
 
 Result<LoadedTraceRun> LoadTraceRun(const TraceRunArgs& a) {
@@ -89,6 +92,7 @@ Result<LoadedTraceRun> LoadTraceRun(const TraceRunArgs& a) {
   else if (a.stat != "median")
     return InvalidArgumentError("--stat '" + a.stat + "' is not median or mean");
   LOOM_ASSIGN_OR_RETURN(o.split_bytes, ParseBytes(a.split));
+  LOOM_ASSIGN_OR_RETURN(o.link_model, dfg::ParseLinkModel(a.link_model));
   // Read, match, align and fit: the same pipeline `loom bench replay` uses.
   LOOM_ASSIGN_OR_RETURN(trace::evaluation::ProfiledRun p, trace::evaluation::LoadProfile(dir, o));
   l.traces = std::move(p.traces);

@@ -32,6 +32,7 @@ struct TraceRunArgs {
   double link_gbps = 0;
   std::string split = "1MiB";
   std::string stat = "median";
+  std::string link_model = "auto";  // --link-model auto|alpha-beta|token-bucket
 };
 
 // Adds `dir` (positional, required), --steps, --link, --kappa, --link-gbps, --stat, --split.

@@ -120,8 +120,10 @@ Status Graph::Finalize() {
   }
   for (const Link& l : links_) {
     if (!std::isfinite(l.alpha_ns) || !std::isfinite(l.ns_per_byte) || l.alpha_ns < 0 ||
-        l.ns_per_byte < 0) {
-      return InvalidArgumentError("DFG link '" + l.name + "': alpha/beta must be finite and >= 0");
+        l.ns_per_byte < 0 || !std::isfinite(l.burst_bytes) || l.burst_bytes < 0 ||
+        !std::isfinite(l.line_ns_per_byte) || l.line_ns_per_byte < 0) {
+      return InvalidArgumentError("DFG link '" + l.name +
+                                  "': alpha/beta/burst must be finite and >= 0");
     }
   }
   for (size_t e = 0; e < edges_.size(); ++e) {

@@ -58,11 +58,20 @@ struct Device {
 };
 
 // alpha-beta model of one network path: t(bytes) = alpha + bytes * ns_per_byte.
+// With burst_bytes > 0 the path is a token bucket (a `tc tbf` link; see token_bucket.h):
+// ns_per_byte is then the token rate, bytes covered by tokens go at line_ns_per_byte, the bucket
+// is full at time 0 and the link's transfers queue FIFO; a SEND costs alpha plus its time in the
+// bucket, which depends on what the link sent before (the replayer keeps the state). Only
+// per-sender links (shared = false) are token buckets; a shared link ignores the burst.
 struct Link {
   std::string name;
-  double alpha_ns = 0;     // per-message latency
-  double ns_per_byte = 0;  // 1/β (ns per byte)
-  bool shared = false;     // m concurrent flows each get β/m
+  double alpha_ns = 0;          // per-message latency
+  double ns_per_byte = 0;       // 1/β (ns per byte); the token rate of a token bucket
+  bool shared = false;          // m concurrent flows each get β/m
+  double burst_bytes = 0;       // > 0: token bucket of this depth (default 0: α-β)
+  double line_ns_per_byte = 0;  // token bucket: ns per byte while tokens last (default 0)
+  bool token_bucket() const { return burst_bytes > 0 && !shared; }
+  // α-β time (a token bucket's: from an empty bucket, i.e. all bytes at the token rate).
   double TimeNs(double bytes) const { return alpha_ns + bytes * ns_per_byte; }
 };
 

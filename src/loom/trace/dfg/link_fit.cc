@@ -6,6 +6,8 @@
 #include <map>
 #include <tuple>
 
+#include "loom/trace/dfg/token_bucket.h"
+
 namespace loom::trace::dfg {
 
 std::string LinkFit::ToString() const {
@@ -23,7 +25,22 @@ std::string LinkFit::ToString() const {
                 "alpha %.1f us%s, beta %.3f GB/s (%.4f ns/B), R^2 %.3f, %lld samples%s",
                 alpha_ns / 1e3, alpha_identified ? "" : " (fixed: one message size)", GBps(),
                 ns_per_byte, r2, static_cast<long long>(samples), how.c_str());
-  return buf;
+  std::string out = buf;
+  if (token_bucket) {
+    std::snprintf(buf, sizeof(buf),
+                  ", token bucket burst %.1f KiB, line %.2f GB/s, %.0f%% of bytes shaped, "
+                  "arrival error %.3f ms (alpha-beta %.3f ms)",
+                  burst_bytes / 1024, line_ns_per_byte > 0 ? 1 / line_ns_per_byte : 0,
+                  100 * shaped_fraction, tb_error_ns / 1e6, alpha_beta_error_ns / 1e6);
+    out += buf;
+  } else if (alpha_beta_error_ns > 0) {
+    std::snprintf(buf, sizeof(buf),
+                  ", not shaped (token bucket: %.0f%% of bytes shaped, arrival error %.3f ms vs "
+                  "alpha-beta %.3f ms)",
+                  100 * shaped_fraction, tb_error_ns / 1e6, alpha_beta_error_ns / 1e6);
+    out += buf;
+  }
+  return out;
 }
 
 namespace {
@@ -146,6 +163,187 @@ Result<LinkFit> FitLinkStepTotals(const std::vector<LinkSample>& all) {
   f.ns_per_byte = ns_per_byte;
   f.steps = static_cast<int64_t>(n);
   SetResiduals(all, &f);
+  return f;
+}
+
+namespace {
+
+// One link's transfers in post order (only those with post and arrival times), split by step,
+// and the training loop's period (median over traced steps of first-post distance / steps).
+struct LinkSequence {
+  std::vector<std::vector<const LinkSample*>> steps;
+  double period_ns = 0;  // 0: unknown (one step, or no step labels): each step from full
+};
+
+std::vector<LinkSequence> ByLink(const std::vector<LinkSample>& all) {
+  std::map<int, std::vector<const LinkSample*>> m;
+  for (const LinkSample& s : all) {
+    if (s.post_ns >= 0 && s.arrival_ns >= 0) m[s.link].push_back(&s);
+  }
+  std::vector<LinkSequence> out;
+  for (auto& [link, v] : m) {
+    std::stable_sort(v.begin(), v.end(), [](const LinkSample* a, const LinkSample* b) {
+      return a->post_ns < b->post_ns;
+    });
+    LinkSequence seq;
+    for (const LinkSample* s : v) {
+      if (seq.steps.empty() || s->step != seq.steps.back().front()->step || s->step < 0) {
+        if (s->step >= 0 || seq.steps.empty()) seq.steps.emplace_back();
+      }
+      seq.steps.back().push_back(s);
+    }
+    std::vector<double> periods;
+    for (size_t i = 1; i < seq.steps.size(); ++i) {
+      const LinkSample* a = seq.steps[i - 1].front();
+      const LinkSample* b = seq.steps[i].front();
+      if (a->step >= 0 && b->step > a->step) {
+        periods.push_back((b->post_ns - a->post_ns) / static_cast<double>(b->step - a->step));
+      }
+    }
+    if (!periods.empty()) {
+      std::sort(periods.begin(), periods.end());
+      seq.period_ns = periods[periods.size() / 2];
+    }
+    out.push_back(std::move(seq));
+  }
+  return out;
+}
+
+struct BucketParams {
+  double alpha_ns = 0, ns_per_byte = 0, burst_bytes = 0, line_ns_per_byte = 0;
+};
+
+// Mean |predicted − measured arrival| over the timed transfers. Each step starts from the bucket
+// state it leaves itself one period earlier (the replay's periodic steady state; up to 8 warm
+// passes until the tokens repeat), or from a full bucket when the period is unknown.
+// `shaped_fraction`: of all bytes, the fraction that waited for tokens.
+double MeanArrivalError(const std::vector<LinkSequence>& links, const BucketParams& p,
+                        double* shaped_fraction = nullptr) {
+  double sum = 0, shaped = 0, total = 0;
+  int64_t n = 0;
+  for (const LinkSequence& seq : links) {
+    for (const auto& step : seq.steps) {
+      TokenBucket tb(p.ns_per_byte, p.burst_bytes, p.line_ns_per_byte);
+      tb.Reset(step.front()->post_ns);
+      // A stalled step lasts longer than the loop's period: its own span bounds its period.
+      double last_arrival = 0;
+      for (const LinkSample* s : step) last_arrival = std::max(last_arrival, s->arrival_ns);
+      const double period = std::max(seq.period_ns, last_arrival - step.front()->post_ns);
+      const double t0 = step.front()->post_ns;
+      for (int pass = 0; seq.period_ns > 0 && pass < 8; ++pass) {
+        const double before = tb.TokensAt(t0);
+        for (const LinkSample* s : step) tb.Send(s->post_ns, s->bytes * s->concurrency);
+        tb.StartNextPeriod(period);
+        if (std::abs(tb.TokensAt(t0) - before) < 1 && tb.drained_ns() <= t0) break;
+      }
+      for (const LinkSample* s : step) {
+        const double bytes = s->bytes * s->concurrency;
+        const TokenBucket::Transfer x = tb.Send(s->post_ns, bytes);
+        const double pred = x.drained_ns + p.alpha_ns * s->segments;
+        shaped += x.shaped_bytes;
+        total += bytes;
+        if (s->timed) {
+          sum += std::abs(pred - s->arrival_ns);
+          ++n;
+        }
+      }
+    }
+  }
+  if (shaped_fraction != nullptr) *shaped_fraction = total > 0 ? shaped / total : 0;
+  return n > 0 ? sum / static_cast<double>(n) : 0;
+}
+
+}  // namespace
+
+Result<LinkFit> FitTokenBucket(const std::vector<LinkSample>& all, const LinkFit& ab,
+                               double min_gain, double min_shaped_fraction) {
+  const std::vector<LinkSequence> links = ByLink(all);
+  int64_t timed = 0;
+  for (const LinkSequence& seq : links) {
+    for (const auto& step : seq.steps) {
+      for (const LinkSample* s : step) timed += s->timed ? 1 : 0;
+    }
+  }
+  if (timed == 0) {
+    return InvalidArgumentError(
+        "token-bucket link fit: no timed transfers with post/arrival times");
+  }
+  LinkFit f = ab;
+  if (!ab.beta_identified || !(ab.ns_per_byte > 0)) return f;
+  // Line rate: the fastest large transfers (they left a full bucket).
+  std::vector<double> fast, small;
+  for (const LinkSequence& seq : links) {
+    for (const auto& step : seq.steps) {
+      for (const LinkSample* s : step) {
+        const double bytes = s->bytes * s->concurrency;
+        if (bytes >= 16384)
+          fast.push_back(std::max(0.0, s->ns - ab.alpha_ns * s->segments) / bytes);
+        if (bytes <= 1024) small.push_back(s->ns / s->segments);
+      }
+    }
+  }
+  // Line-rate candidates: 0 and the fastest large transfer's time per byte (an upper bound of
+  // the line rate: a transfer out of a full bucket takes exactly that) x 2^-j.
+  std::vector<double> lines = {0};
+  if (!fast.empty()) {
+    const double top = *std::min_element(fast.begin(), fast.end());
+    for (int j = 0; j <= 6 && top > 0; ++j) lines.push_back(top * std::exp2(-j));
+  }
+  double line = 0;
+  // α: the lower quartile of the small transfers (<= 1 KiB: latency-bound whatever the bucket
+  // holds) when there are >= 3, else the α-β fit's (whose α a bursty link can push to 0).
+  double alpha = ab.alpha_ns;
+  if (small.size() >= 3) {
+    std::sort(small.begin(), small.end());
+    alpha = small[(small.size() - 1) / 4];
+  }
+  BucketParams best{ab.alpha_ns, ab.ns_per_byte, 0, 0};
+  f.alpha_beta_error_ns = MeanArrivalError(links, best);
+  double best_err = f.alpha_beta_error_ns;
+  best.alpha_ns = alpha;
+  // Rate tau0·2^(k·rate_step), k in [rate_lo, rate_hi]; burst burst0·2^(j·burst_step).
+  auto search = [&](double tau0, double rate_step, int rate_lo, int rate_hi, double burst0,
+                    double burst_step, int burst_lo, int burst_hi, bool with_zero_burst) {
+    const BucketParams at = best;
+    for (int k = rate_lo; k <= rate_hi; ++k) {
+      const double tau = tau0 * std::exp2(k * rate_step);
+      for (int j = burst_lo - (with_zero_burst ? 1 : 0); j <= burst_hi; ++j) {
+        const double burst = j < burst_lo ? 0 : burst0 * std::exp2(j * burst_step);
+        const BucketParams p{at.alpha_ns, tau, burst, line};
+        const double err = MeanArrivalError(links, p);
+        if (err < best_err) {
+          best_err = err;
+          best = p;
+        }
+      }
+    }
+  };
+  // The line rate on the coarse grid only (it matters for the few transfers out of tokens).
+  double best_line = 0;
+  for (double l : lines) {
+    line = l;
+    const double before = best_err;
+    search(ab.ns_per_byte, 0.125, -24, 48, 1024, 0.25, 0, 52, true);
+    if (best_err < before) best_line = l;
+  }
+  line = best_line;
+  for (int round = 0; round < 2; ++round) {
+    if (best.burst_bytes > 0) {
+      search(best.ns_per_byte, 1.0 / 64, -8, 8, best.burst_bytes, 1.0 / 32, -16, 16, false);
+    } else {
+      search(best.ns_per_byte, 1.0 / 64, -8, 8, 1024, 1, 0, -1, true);
+    }
+  }
+  f.tb_error_ns = best_err;
+  MeanArrivalError(links, best, &f.shaped_fraction);
+  if (best.burst_bytes >= 4096 && best_err < min_gain * f.alpha_beta_error_ns &&
+      f.shaped_fraction >= min_shaped_fraction) {
+    f.token_bucket = true;
+    f.alpha_ns = best.alpha_ns;
+    f.ns_per_byte = best.ns_per_byte;
+    f.burst_bytes = best.burst_bytes;
+    f.line_ns_per_byte = best.line_ns_per_byte;
+  }
   return f;
 }
 

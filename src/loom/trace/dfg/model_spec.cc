@@ -261,7 +261,8 @@ Status ModelSpec::Validate() const {
                                   " has a negative or non-finite duration");
     }
   }
-  if (!Finite(alpha_ns) || !Finite(ns_per_byte) || !Finite(sync_ns) || !Finite(bw_to_sync_gap_ns) ||
+  if (!Finite(alpha_ns) || !Finite(ns_per_byte) || !Finite(burst_bytes) ||
+      !Finite(line_ns_per_byte) || !Finite(sync_ns) || !Finite(bw_to_sync_gap_ns) ||
       !Finite(step_gap_ns) || !Finite(recv_ns) || !Finite(recv_ns_per_byte) ||
       !Finite(comm_to_update_gap_ns) || segment_bytes < 0) {
     return InvalidArgumentError("model: a link or comm cost is negative or not finite");
@@ -288,10 +289,12 @@ Result<Graph> BuildGraph(const ModelSpec& spec) {
   } else {
     for (int r = 0; r < N; ++r) {
       const RankModel& m = spec.ranks[r];
-      link[r] =
-          g.AddLink({"rank" + std::to_string(r) + ".egress",
-                     m.egress_alpha_ns >= 0 ? m.egress_alpha_ns : spec.alpha_ns,
-                     m.egress_ns_per_byte >= 0 ? m.egress_ns_per_byte : spec.ns_per_byte, false});
+      link[r] = g.AddLink(
+          {"rank" + std::to_string(r) + ".egress",
+           m.egress_alpha_ns >= 0 ? m.egress_alpha_ns : spec.alpha_ns,
+           m.egress_ns_per_byte >= 0 ? m.egress_ns_per_byte : spec.ns_per_byte, false,
+           m.egress_burst_bytes >= 0 ? m.egress_burst_bytes : spec.burst_bytes,
+           m.egress_line_ns_per_byte >= 0 ? m.egress_line_ns_per_byte : spec.line_ns_per_byte});
     }
   }
   // Compute chains; bw[r][i] = node of gradient piece i on rank r.

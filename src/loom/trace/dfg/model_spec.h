@@ -15,7 +15,8 @@
 //   overlap off: the last BW node -> Sync_b for every b
 //   UPDATE -> [update collectives: Sync, SEND/RECV ring on rank.compute] -> STEP_END (tail_ns)
 // A ring step's SEND carries bucket_bytes/N (x codec ratio) over the rank's egress link
-// (LinkTopology) priced α·segments + bytes/β; the RECV costs recv_ns + bytes·recv_ns_per_byte
+// (LinkTopology) priced α·segments + bytes/β, or through the link's token bucket when
+// burst_bytes > 0 (kPerSender only); the RECV costs recv_ns + bytes·recv_ns_per_byte
 // (the reduction).
 //
 // Thread-safety: value types and a pure function.
@@ -55,6 +56,8 @@ struct RankModel {
   // only; < 0: the spec's).
   double egress_alpha_ns = -1;
   double egress_ns_per_byte = -1;
+  double egress_burst_bytes = -1;       // token bucket (< 0: the spec's burst_bytes)
+  double egress_line_ns_per_byte = -1;  // (< 0: the spec's line_ns_per_byte)
   std::vector<double> bucket_sync_ns;
   std::vector<double> update_sync_ns;
   // Measured per-collective finish time on this rank (last RECV end -> collective end: waiting
@@ -116,7 +119,9 @@ struct ModelSpec {
   std::vector<UpdateCollective> update_collectives;  // in order, after UPDATE (default none)
   LinkTopology topology = LinkTopology::kPerSender;
   double alpha_ns = 50'000;          // per message latency (default 50 µs)
-  double ns_per_byte = 1.0;          // 1/β (default 1 ns/B = 1 GB/s)
+  double ns_per_byte = 1.0;          // 1/β (default 1 ns/B = 1 GB/s); token rate when burst
+  double burst_bytes = 0;            // > 0: per-sender links are token buckets (Link; default 0)
+  double line_ns_per_byte = 0;       // token bucket: ns/B while tokens last (default 0)
   int64_t segment_bytes = 0;         // pipelined segments per ring step (0: one message)
   double sync_ns = 0;                // Sync node: comm-thread setup per collective (default
                                      // for RankModel::bucket_sync_ns / update_sync_ns)

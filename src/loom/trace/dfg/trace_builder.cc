@@ -267,7 +267,8 @@ std::vector<int64_t> CommonSteps(const std::vector<RankSteps>& obs, const TraceM
 // Per-ring-step transfers from matched SEND/RECV chunks of the used steps.
 std::vector<LinkSample> LinkSamples(const std::vector<RankTrace>& traces,
                                     const ingest::MatchResult& match, const std::set<int64_t>& used,
-                                    LinkTopology topology, std::vector<std::string>* notes) {
+                                    LinkTopology topology, std::vector<std::string>* notes,
+                                    std::vector<LinkSample>* every) {
   struct Agg {
     double t0 = INFINITY, t1 = -INFINITY, recv0 = INFINITY, bytes = 0, segs = 0;
     double last_recv_dur = 0;  // wait of the RECV that ended last
@@ -334,7 +335,13 @@ std::vector<LinkSample> LinkSamples(const std::vector<RankTrace>& traces,
     all.push_back(s);
     // The arrival time is known when the receiver was waiting for it: it started waiting before
     // the send, or its last wait was not instant (data not there yet when it asked).
-    if (a.recv0 <= a.t0 || a.last_recv_dur >= 20'000) clean.push_back(s);
+    const bool timed = a.recv0 <= a.t0 || a.last_recv_dur >= 20'000;
+    if (timed) clean.push_back(s);
+    LinkSample e = s;
+    e.post_ns = a.t0;
+    e.arrival_ns = a.t1;
+    e.timed = timed;
+    every->push_back(e);
   }
   if (clean.size() < 2 && !all.empty()) {
     notes->push_back("link fit: receivers were rarely waiting; fitted on all " +
@@ -651,8 +658,8 @@ class ModelFitter {
     ModelSpec& spec = m_.spec;
     const bool fit = o_.link_ns_per_byte < 0 || o_.link_alpha_ns < 0;
     const std::set<int64_t> used(m_.steps.begin(), m_.steps.end());
-    std::vector<LinkSample> samples;
-    if (fit) samples = LinkSamples(traces_, match_, used, o_.topology, &m_.notes);
+    std::vector<LinkSample> samples, every;
+    if (fit) samples = LinkSamples(traces_, match_, used, o_.topology, &m_.notes, &every);
     if (fit && samples.empty() && n_ > 1) {
       // No chunk records: fit whole collectives (ring steps x chunk bytes).
       const int steps = spec.RingSteps();
@@ -665,6 +672,32 @@ class ModelFitter {
         }
       }
       m_.notes.push_back("no SEND/RECV chunks: link fitted on whole collectives");
+    }
+    // Token buckets: per-sender links only, and only when neither α nor β is given.
+    const bool bucket = o_.link_model != TraceModelOptions::LinkModel::kAlphaBeta &&
+                        o_.topology == LinkTopology::kPerSender && o_.link_alpha_ns < 0 &&
+                        o_.link_ns_per_byte < 0;
+    const bool forced = o_.link_model == TraceModelOptions::LinkModel::kTokenBucket;
+    const double gain = forced ? 1e300 : 0.85, min_shaped = forced ? 0 : 0.5;
+    if (!samples.empty()) {
+      LOOM_ASSIGN_OR_RETURN(m_.link, FitLinkStepTotals(samples));
+      if (bucket && !every.empty()) {
+        // Every link simulated on its own, one (rate, burst) for all. This decides for every
+        // link (one shaped and one α-β link would make bandwidth what-ifs inconsistent: they
+        // scale one factor, capped against this link's rate).
+        if (auto tb = FitTokenBucket(every, m_.link, gain, min_shaped); tb.ok()) m_.link = *tb;
+      }
+      spec.alpha_ns = m_.link.alpha_ns;
+      spec.ns_per_byte = m_.link.ns_per_byte;
+      if (m_.link.token_bucket) {
+        spec.burst_bytes = m_.link.burst_bytes;
+        spec.line_ns_per_byte = m_.link.line_ns_per_byte;
+      }
+      if (!m_.link.beta_identified && o_.link_ns_per_byte < 0) {
+        m_.notes.push_back(
+            "link bandwidth not identifiable over all transfers (latency-bound): links "
+            "without an own fit ignore bandwidth what-ifs; pass --link-gbps");
+      }
     }
     if (!samples.empty() && o_.topology == LinkTopology::kPerSender) {
       // Each rank's egress link on its own (a starved receiver makes one direction slower).
@@ -679,21 +712,24 @@ class ModelFitter {
           auto fr = FitLinkStepTotals(mine);
           if (fr.ok() && fr->beta_identified) f = *fr;
         }
+        if (f.samples > 0 && m_.link.token_bucket) {
+          // Shaped: this link's own bucket whenever its fit finds a burst; else the spec's.
+          std::vector<LinkSample> timeline;
+          for (const LinkSample& x : every) {
+            if (x.link == r) timeline.push_back(x);
+          }
+          auto tb = FitTokenBucket(timeline, f, 1e300, 0);
+          f = tb.ok() && tb->token_bucket ? *tb : LinkFit{.samples = 0};
+        }
         m_.rank_links.push_back(f);
         if (f.samples > 0 && o_.link_alpha_ns < 0 && o_.link_ns_per_byte < 0) {
           spec.ranks[r].egress_alpha_ns = f.alpha_ns;
           spec.ranks[r].egress_ns_per_byte = f.ns_per_byte;
+          if (f.token_bucket) {
+            spec.ranks[r].egress_burst_bytes = f.burst_bytes;
+            spec.ranks[r].egress_line_ns_per_byte = f.line_ns_per_byte;
+          }
         }
-      }
-    }
-    if (!samples.empty()) {
-      LOOM_ASSIGN_OR_RETURN(m_.link, FitLinkStepTotals(samples));
-      spec.alpha_ns = m_.link.alpha_ns;
-      spec.ns_per_byte = m_.link.ns_per_byte;
-      if (!m_.link.beta_identified && o_.link_ns_per_byte < 0) {
-        m_.notes.push_back(
-            "link bandwidth not identifiable over all transfers (latency-bound): links "
-            "without an own fit ignore bandwidth what-ifs; pass --link-gbps");
       }
     }
     if (o_.link_alpha_ns >= 0) spec.alpha_ns = o_.link_alpha_ns;
@@ -719,6 +755,13 @@ class ModelFitter {
 };
 
 }  // namespace
+
+Result<TraceModelOptions::LinkModel> ParseLinkModel(const std::string& name) {
+  if (name == "auto") return TraceModelOptions::LinkModel::kAuto;
+  if (name == "alpha-beta") return TraceModelOptions::LinkModel::kAlphaBeta;
+  if (name == "token-bucket") return TraceModelOptions::LinkModel::kTokenBucket;
+  return InvalidArgumentError("link model '" + name + "' is not auto, alpha-beta or token-bucket");
+}
 
 Result<TraceModel> BuildModelFromTraces(const std::vector<RankTrace>& traces,
                                         const ingest::MatchResult& match,

@@ -25,7 +25,8 @@
 // by cumulative bytes (backward after the last bucket's ready time is a 0-byte BW.tail); the
 // link α/β by least squares over per-ring-step transfers
 // (first SEND start -> last RECV end, kept when the receiver was waiting for the data), per
-// sending rank's egress link (kPerSender) and over all; κ from the
+// sending rank's egress link (kPerSender) and over all, or token buckets (rate, burst) when the
+// link is shaped (TraceModelOptions::link_model, FitTokenBucket); κ from the
 // Theil-Sen slope of backward duration against its overlap with the communication of all but
 // the last bucket across steps (d = W + o·(1 − 1/κ); the last bucket's overlap is an effect of
 // a slow backward tail, not a cause), then backward pieces are de-rated to their isolated time.
@@ -63,6 +64,14 @@ struct TraceModelOptions {
   Statistic statistic = Statistic::kMedian;
   int64_t queued_threshold_ns = 20'000;  // a bucket starting within this of the previous
                                          // bucket's end queued behind it (default 20 µs)
+  // The links (kPerSender, α and β not given): kAlphaBeta = α + bytes/β; kAuto = token buckets
+  // when FitTokenBucket over all transfers (each link simulated on its own) predicts the trace's
+  // arrival times clearly better than the α-β links and at least half the bytes waited for
+  // tokens (FitTokenBucket's defaults; a `tc tbf`-shaped, busy link): then every rank's
+  // egress is its own fitted bucket (or the common one when its own fit finds no burst), else
+  // every link is α-β; kTokenBucket = buckets whenever the common fit's burst is >= 4 KiB.
+  enum class LinkModel : uint8_t { kAlphaBeta, kAuto, kTokenBucket };
+  LinkModel link_model = LinkModel::kAuto;
 };
 
 struct KappaFit {
@@ -84,6 +93,9 @@ struct TraceModel {
   std::vector<int64_t> steps;      // step numbers used
   std::vector<std::string> notes;  // what was dropped or assumed
 };
+
+// "auto" | "alpha-beta" | "token-bucket" (the CLI's --link-model); kInvalidArgument otherwise.
+Result<TraceModelOptions::LinkModel> ParseLinkModel(const std::string& name);
 
 // `traces` must be aligned (ApplyClockOffsets) and `match` their MatchCollectives result.
 // kInvalidArgument naming the file/rank/step when the traces have no steps, no backward span,

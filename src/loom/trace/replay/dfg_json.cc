@@ -35,7 +35,9 @@ Result<std::string> DfgJson(const dfg::Graph& graph, const ReplayResult* replay,
                      {"name", link.name},
                      {"alpha_ns", link.alpha_ns},
                      {"ns_per_byte", link.ns_per_byte},
-                     {"shared", link.shared}});
+                     {"shared", link.shared},
+                     {"burst_bytes", link.burst_bytes},
+                     {"line_ns_per_byte", link.line_ns_per_byte}});
   }
   json nodes = json::array();
   for (size_t v = 0; v < graph.nodes().size(); ++v) {

@@ -11,7 +11,8 @@
 //
 // Format (all times in ns, "format": "loom-dfg", "version": 1):
 //   devices: [{id, name, kind: "serial"|"unbounded", rank, is_comm, gap_ns}]
-//   links:   [{id, name, alpha_ns, ns_per_byte, shared}]
+//   links:   [{id, name, alpha_ns, ns_per_byte, shared, burst_bytes, line_ns_per_byte}] (burst
+//            > 0: a token bucket; duration_ns of its SENDs is then the α-β time at the token rate)
 //   nodes:   [{id, name, kind: FW|BW|UPDATE|SYNC|SEND|RECV|COMPRESS|DECOMPRESS|OTHER, rank,
 //             device (id, -1 = none), device_name ("" = none), duration_ns (isolated work:
 //             dur_ns · ratio + link α + bytes · ns_per_byte), dur_ns, ratio, link (-1 = none),

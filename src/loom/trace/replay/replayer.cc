@@ -7,6 +7,7 @@
 #include <queue>
 #include <tuple>
 
+#include "loom/trace/dfg/token_bucket.h"
 #include "loom/trace/replay/internal/indexed_heap.h"
 
 namespace loom::trace::replay {
@@ -19,7 +20,8 @@ constexpr double kEps = 1e-6;  // ns: events closer than this are simultaneous
 
 class Simulator {
  public:
-  Simulator(const Graph& g, const ReplayOptions& o)
+  // `buckets`: each link's token bucket at the iteration's start (nullptr: full).
+  Simulator(const Graph& g, const ReplayOptions& o, const std::vector<dfg::TokenBucket>* buckets)
       : g_(g), o_(o), n_(static_cast<int>(g.nodes().size())), finish_(n_) {
     timing_.resize(n_);
     remaining_.assign(n_, 0);
@@ -28,6 +30,14 @@ class Simulator {
     indeg_.resize(n_);
     devs_.resize(g.devices().size());
     link_running_.resize(g.links().size());
+    if (buckets != nullptr) {
+      buckets_ = *buckets;
+    } else {
+      for (const dfg::Link& l : g.links()) {
+        buckets_.emplace_back(l.ns_per_byte, l.burst_bytes, l.line_ns_per_byte);
+        buckets_.back().Reset(0);
+      }
+    }
     const int ranks = std::max(1, g.num_ranks());
     comm_busy_.assign(ranks, 0);
     rank_compute_.resize(ranks);
@@ -89,6 +99,7 @@ class Simulator {
   }
 
   std::vector<std::vector<int>> order_;
+  const std::vector<dfg::TokenBucket>& buckets() const { return buckets_; }
 
  private:
   enum EventType { kReady = 0, kDeviceFree = 1 };
@@ -138,7 +149,17 @@ class Simulator {
     NodeTiming& tm = timing_[v];
     tm.start_ns = t;
     double work = node.dur_ns * node.ratio;
-    if (node.link >= 0) work += g_.links()[node.link].TimeNs(static_cast<double>(node.bytes));
+    if (node.link >= 0) {
+      const dfg::Link& link = g_.links()[node.link];
+      const double bytes = static_cast<double>(node.bytes);
+      if (o_.token_buckets && link.token_bucket()) {
+        // Its time in the bucket depends on what the link sent before (not slowed later: a
+        // SEND is not compute and a token-bucket link is not shared).
+        work += link.alpha_ns + (buckets_[node.link].Send(t, bytes).drained_ns - t);
+      } else {
+        work += link.TimeNs(bytes);
+      }
+    }
     tm.isolated_ns = work;
     remaining_[v] = work;
     t_upd_[v] = t;
@@ -208,6 +229,7 @@ class Simulator {
   std::vector<int> indeg_;
   std::vector<DeviceState> devs_;
   std::vector<std::vector<int>> link_running_;
+  std::vector<dfg::TokenBucket> buckets_;  // per link (used when Link::token_bucket())
   std::vector<int> comm_busy_;
   std::vector<std::vector<int>> rank_compute_;
   std::vector<int> dirty_;
@@ -308,9 +330,32 @@ Result<ReplayResult> Replay(const dfg::Graph& graph, const ReplayOptions& option
   if (!graph.finalized()) {
     return FailedPreconditionError("replay: the DFG is not finalized (call Graph::Finalize)");
   }
+  bool buckets = false;
+  for (const dfg::Link& l : graph.links()) buckets |= l.token_bucket();
+  buckets = buckets && options.token_buckets && options.periodic_token_buckets;
+  // Token buckets: replay iterations until the bucket state an iteration leaves repeats (the
+  // training loop's periodic steady state); the first starts from full buckets.
   ReplayResult result;
-  Simulator sim(graph, options);
-  LOOM_RETURN_IF_ERROR(sim.Run(&result));
+  std::vector<dfg::TokenBucket> start;
+  for (int round = 0;; ++round) {
+    ReplayResult r;
+    Simulator sim(graph, options, start.empty() ? nullptr : &start);
+    LOOM_RETURN_IF_ERROR(sim.Run(&r));
+    r.periods = round + 1;
+    bool same = round > 0 && std::abs(r.iteration_ns - result.iteration_ns) < 1;
+    std::vector<dfg::TokenBucket> next = sim.buckets();
+    for (size_t l = 0; l < next.size(); ++l) {
+      next[l].StartNextPeriod(r.iteration_ns);
+      if (!start.empty()) {
+        same = same && std::abs(next[l].TokensAt(0) - start[l].TokensAt(0)) < 1 &&
+               std::abs(std::max(0.0, next[l].drained_ns()) -
+                        std::max(0.0, start[l].drained_ns())) < 1;
+      }
+    }
+    result = std::move(r);
+    if (!buckets || same || round + 1 >= options.max_periods) break;
+    start = std::move(next);
+  }
   result.device_order.resize(graph.devices().size());
   result.critical_path = FindCriticalPath(graph, result);
   return result;

@@ -7,7 +7,12 @@
 // Semantics (dPRO replay.py, §1.4 of the spec): a node is ready at max(release, max over data
 // predecessors of end + edge gap). A serial device runs one node at a time, picking among its
 // ready nodes the lowest (priority, ready time, node id); after a node it idles Device::gap_ns.
-// A node's work is dur_ns · ratio plus, for a node with a link, alpha + bytes · ns_per_byte.
+// A node's work is dur_ns · ratio plus, for a node with a link, alpha + bytes · ns_per_byte, or
+// on a token-bucket link (Link::burst_bytes > 0) alpha + its time through the link's bucket from
+// its start: queued behind the link's earlier bytes, at line rate while tokens last, then at the
+// token rate (dfg/token_bucket.h). A training loop repeats its iteration, so the buckets start
+// an iteration as the previous identical one left them: the replay repeats until that state
+// repeats (ReplayOptions::periodic_token_buckets; the first period starts from full buckets).
 // Work progresses at rate 1, except: m nodes running on one *shared* link progress at 1/m each
 // (processor sharing of one bottleneck), and a compute node runs at 1/κ(rank) while its rank's
 // comm device is busy (Options::apply_kappa). Iteration time = the latest end over all nodes.
@@ -38,6 +43,11 @@ namespace loom::trace::replay {
 struct ReplayOptions {
   bool apply_kappa = true;   // slow compute by κ while comm runs (default true)
   bool shared_links = true;  // honour Link::shared (default true)
+  bool token_buckets = true;  // honour Link::burst_bytes (default true; false: α-β time)
+  // Token buckets: replay the iteration again from the bucket state the previous one left until
+  // it repeats (default true; false: one iteration from full buckets), at most max_periods times.
+  bool periodic_token_buckets = true;
+  int max_periods = 64;
 };
 
 struct NodeTiming {
@@ -69,7 +79,8 @@ struct ReplayResult {
   std::vector<NodeTiming> timing;              // per node
   std::vector<std::vector<int>> device_order;  // per device, nodes in start order
   CriticalPath critical_path;
-  int64_t events = 0;  // simulation events processed
+  int64_t events = 0;  // simulation events processed (of the last period)
+  int periods = 1;     // iterations replayed to reach the token buckets' steady state
 };
 
 // The graph must be finalized (dfg::Graph::Finalize or BuildGraph).

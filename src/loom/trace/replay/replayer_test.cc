@@ -243,5 +243,71 @@ TEST(ReplayTest, CriticalPathSumsOnLargerGraphsWithKappaAndGaps) {
   EXPECT_NE(SummarizeCriticalPath(*g, r).find("compute"), std::string::npos);
 }
 
+TEST(ReplayTest, TokenBucketLinkChargesBurstRateAndQueue) {
+  // One sender, tbf-like link: 25 MB/s tokens, 256 KiB burst, 1 ns/B line rate, α 100 µs.
+  Graph g;
+  const int comm = g.AddDevice("rank0.comm", DeviceKind::kSerial, 0, true);
+  const int l = g.AddLink({"rank0.egress", 100'000, 40, false, 262'144, 1});
+  auto send = [&](const char* name, int64_t bytes) {
+    return g.AddNode({.name = name,
+                      .kind = NodeKind::kSend,
+                      .rank = 0,
+                      .device = comm,
+                      .link = l,
+                      .bytes = bytes});
+  };
+  const int s1 = send("s1", 100'000), s2 = send("s2", 300'000), s3 = send("s3", 300'000);
+  g.AddEdge(s1, s2, 0);
+  g.AddEdge(s2, s3, 10'000'000);
+  ASSERT_TRUE(g.Finalize().ok());
+  ReplayOptions once;  // one iteration from full buckets (not the periodic steady state)
+  once.periodic_token_buckets = false;
+  auto r = Replay(g, once);
+  ASSERT_TRUE(r.ok()) << r.status();
+  // s1 out of the full bucket at line rate: 100 µs + α; 262144 − 100000 + 2500 tokens left.
+  EXPECT_NEAR(r->timing[s1].end_ns, 200'000, 1e-3);
+  // s2 at 200 µs: 164644 + 100 µs / 40 = 167144 tokens; the other 132856 B at 40 ns/B.
+  EXPECT_NEAR(r->timing[s2].end_ns, 200'000 + 132'856.0 * 40 + 100'000, 1e-3);
+  // s3 10 ms after s2 ended (the bucket emptied α earlier): 252500 tokens, 47500 B at the rate.
+  EXPECT_NEAR(r->timing[s3].end_ns, 5'614'240 + 10'000'000 + 47'500.0 * 40 + 100'000, 1e-3);
+  EXPECT_NEAR(r->iteration_ns, 17'614'240, 1e-3);
+  // token_buckets off: the α-β time of the same link.
+  ReplayOptions ab;
+  ab.token_buckets = false;
+  auto q = Replay(g, ab);
+  ASSERT_TRUE(q.ok());
+  EXPECT_NEAR(q->iteration_ns, 3 * 100'000 + 700'000.0 * 40 + 10'000'000, 1e-3);
+}
+
+TEST(ReplayTest, TokenBucketsReachThePeriodicSteadyState) {
+  // A 300 kB SEND next to 10 ms of compute. From a full 256 KiB bucket it takes 1.6 ms, but each
+  // 10 ms iteration refills only 250 kB: the buckets start 50 kB lower every iteration until
+  // the SEND is the critical path; then an iteration leaves α = 100 µs of refill (2500 B) for
+  // the next: 100 µs + (300000 − 2500) B x 40 ns/B = 12 ms per iteration.
+  Graph g;
+  const int comm = g.AddDevice("rank0.comm", DeviceKind::kSerial, 0, true);
+  const int cpu = g.AddDevice("rank0.compute", DeviceKind::kSerial, 0);
+  const int l = g.AddLink({"rank0.egress", 100'000, 40, false, 262'144, 0});
+  g.AddNode({.name = "send",
+             .kind = NodeKind::kSend,
+             .rank = 0,
+             .device = comm,
+             .link = l,
+             .bytes = 300'000});
+  g.AddNode(
+      {.name = "fw", .kind = NodeKind::kForward, .rank = 0, .device = cpu, .dur_ns = 10'000'000});
+  ASSERT_TRUE(g.Finalize().ok());
+  ReplayOptions once;
+  once.periodic_token_buckets = false;
+  auto first = Replay(g, once);
+  ASSERT_TRUE(first.ok());
+  EXPECT_NEAR(first->timing[0].end_ns, 100'000 + (300'000 - 262'144.0) * 40, 1e-3);
+  EXPECT_EQ(first->periods, 1);
+  auto r = Replay(g);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_NEAR(r->iteration_ns, 12'000'000, 1e-3);
+  EXPECT_EQ(r->periods, 8);  // 5 draining periods, 2 to the fixed point, 1 that repeats it
+}
+
 }  // namespace
 }  // namespace loom::trace::replay

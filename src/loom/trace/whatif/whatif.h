@@ -16,7 +16,9 @@
 //                    nodes on rank.comm costing a + b·elements (CodecModel). With
 //                    compress_min_elements > 0, buckets of fewer fp32 gradient elements stay
 //                    uncompressed, as the trainer's `compress.min_elements` sends them.
-//   bandwidth × k    β → kβ (ns_per_byte / k); α unchanged.
+//   bandwidth × k    β → kβ (ns_per_byte / k); α unchanged. A token-bucket link (burst_bytes > 0)
+//                    scales its token rate; its burst (tbf's configured bytes) and line rate stay,
+//                    so a faster link refills the same burst sooner.
 //   overlap off      edge last BW → every Sync on every rank.
 //   straggler r × f  dPRO delay ratio: every compute node of rank r (pre, BW, UPDATE) takes ×f.
 // Graph-level versions of the last three (ScaleBandwidth, DisableOverlap, SetStraggler on a

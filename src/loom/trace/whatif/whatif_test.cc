@@ -64,6 +64,29 @@ TEST(WhatIfTest, BandwidthTimesTwoHalvesTheCommPart) {
   EXPECT_FALSE(RunWhatIf(CommBound(), w).ok());
 }
 
+TEST(WhatIfTest, BandwidthScalesATokenBucketsRateNotItsBurst) {
+  ModelSpec tb = CommBound();
+  tb.burst_bytes = 1e9;  // every transfer fits in the bucket: line rate, whatever the token rate
+  tb.line_ns_per_byte = 0.5;
+  WhatIf w;
+  w.bandwidth_scale = 2;
+  auto a = ApplyWhatIf(tb, w);
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_DOUBLE_EQ(a->ns_per_byte, 0.5);
+  EXPECT_DOUBLE_EQ(a->burst_bytes, 1e9);
+  EXPECT_DOUBLE_EQ(a->line_ns_per_byte, 0.5);
+  EXPECT_DOUBLE_EQ(Predict(tb, w), 210 + 2 * 500);
+  // A 500 B burst, in the loop's steady state: an iteration leaves the bucket empty when its
+  // last chunk has left; the 10 ns update and the next 200 ns of compute refill 210 B at 1 ns/B,
+  // so the first 1000 B chunk takes 790 ns and the second, from an empty bucket, 1000 ns. At x2
+  // the first chunk's 500 ns at line rate refill 1000 B (capped at the burst): both at line rate.
+  tb.burst_bytes = 500;
+  w.bandwidth_scale = 1;
+  EXPECT_DOUBLE_EQ(Predict(tb, w), 210 + 790 + 1000);
+  w.bandwidth_scale = 2;
+  EXPECT_DOUBLE_EQ(Predict(tb, w), 210 + 500 + 500);
+}
+
 TEST(WhatIfTest, OverlapOffIsComputePlusCommSum) {
   WhatIf w;
   EXPECT_DOUBLE_EQ(Predict(Overlapping(), w), 4610);
