@@ -149,6 +149,9 @@ struct EvalArgs {
   int fast_min_channels = 0;
   int64_t long_window_s = -1;
   int64_t shift_window_s = -1;
+  int64_t shift_ref_s = -1;
+  double shift_freeze_z = -1;
+  bool observable_only = false;
   double heartbeat_timeout_s = -1;
   bool gate_study = false;
   int64_t exclude_flagged_s = -1;
@@ -183,6 +186,9 @@ int RunEval(const EvalArgs& a) {
   if (a.fast_min_channels > 0) o.fast_min_channels = a.fast_min_channels;
   if (a.long_window_s >= 0) o.long_window_s = a.long_window_s;
   if (a.shift_window_s >= 0) o.shift_window_s = a.shift_window_s;
+  if (a.shift_ref_s >= 0) o.shift_ref_s = a.shift_ref_s;
+  if (a.shift_freeze_z >= 0) o.shift_freeze_z = a.shift_freeze_z;
+  o.observable_only = a.observable_only;
   if (a.heartbeat_timeout_s > 0) o.heartbeat_timeout_s = a.heartbeat_timeout_s;
   o.gate_study = a.gate_study;
   if (a.exclude_flagged_s >= 0) o.exclude_flagged_s = a.exclude_flagged_s;
@@ -260,6 +266,15 @@ void RegisterMonitorDetect(CLI::App& monitor, CliContext* ctx) {
   e->add_option("--shift-window-s", ea->shift_window_s,
                 "Minder's level-shift channels, seconds (default 0 = off; 99 was measured; "
                 "their weight is picked on validation)");
+  e->add_option("--shift-ref-s", ea->shift_ref_s,
+                "reference span of the level-shift channels, seconds (default 1800)");
+  e->add_option("--shift-freeze-z", ea->shift_freeze_z,
+                "level-shift channels: keep a machine's reference while its |z| is >= this "
+                "(default 0 = off)");
+  e->add_flag("--observable-only", ea->observable_only,
+              "simulate without the fail_slow / link_drop faults that run < 50% of their "
+              "window (halted or paused job); default: all faults, observable ones also "
+              "scored apart");
   e->add_option("--heartbeat-timeout-s", ea->heartbeat_timeout_s,
                 "minder+heartbeat: seconds without data that confirm a crash (default 3)");
   e->add_flag("--gate-study", ea->gate_study,

@@ -110,6 +110,10 @@ Result<std::unique_ptr<ScoredDetector>> MakeScoredDetector(const nlohmann::json&
     LOOM_ASSIGN_OR_RETURN(o.shift.block_s, Field<int64_t>(spec, "shift_block_s", o.shift.block_s));
     LOOM_ASSIGN_OR_RETURN(o.shift.ref_s, Field<int64_t>(spec, "shift_ref_s", o.shift.ref_s));
     LOOM_ASSIGN_OR_RETURN(o.shift.weight, Field<double>(spec, "shift_weight", 1.0));
+    LOOM_ASSIGN_OR_RETURN(o.shift.freeze_z, Field<double>(spec, "shift_freeze_z", 0.0));
+    if (!(o.shift.freeze_z >= 0)) {
+      return InvalidArgumentError("detector spec field 'shift_freeze_z' must be >= 0 (0 = off)");
+    }
     if (o.shift.window_s < 0 || o.shift.window_s > 4096 || o.shift.block_s < 1 ||
         (o.shift.window_s > 0 && o.shift.block_s > o.shift.window_s) || o.shift.ref_s < o.shift.min_ref_s ||
         !(o.shift.weight > 0)) {

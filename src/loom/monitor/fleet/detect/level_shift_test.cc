@@ -29,16 +29,17 @@ struct Fleet {
   int spike_machine = -1;             // + spike_amp over [spike_from, spike_from + spike_len)
   int64_t spike_from = 0, spike_len = 0;
   double spike_amp = 0.6;
+  int64_t seconds = kSeconds;
 
   FleetSeries Make() const {
-    FleetSeries s = FleetSeries::Make({"gpu"}, kMachines, kSeconds);
+    FleetSeries s = FleetSeries::Make({"gpu"}, kMachines, seconds);
     uint64_t rng = 12345;
     auto uniform = [&rng] {
       rng = rng * 6364136223846793005ull + 1442695040888963407ull;
       return static_cast<double>(rng >> 11) / 9007199254740992.0;
     };
     for (int i = 0; i < kMachines; ++i) {
-      for (int64_t t = 0; t < kSeconds; ++t) {
+      for (int64_t t = 0; t < seconds; ++t) {
         double duty = 0.7;
         if (i == slow_machine && t >= slow_from && t < slow_to) duty *= stretch;
         const double busy_end = 9.0 * duty, p = static_cast<double>(t % 9);
@@ -132,6 +133,70 @@ TEST(LevelShiftTest, AFinishedFaultShorterThanHalfTheReferenceLeavesNoShift) {
   EXPECT_LT(worst, 2.0 * worst_healthy);
 }
 
+// Round 4's held-out false alarms: a fault of ~ref_s / 2 (900 s, the evaluation's longest)
+// fills half of the reference, and the recovered machine looks shifted. A reference frozen
+// while the machine deviates (freeze_z), or one >= 4 x the fault (3600 s), does not.
+struct Recovery {
+  double during = 0;  // the machine's z 880 s into the fault
+  double after = 0;   // its largest |z| once the window is past the fault
+  double healthy = 0;  // largest |z| of the other machines meanwhile
+};
+Recovery AfterALongFault(const LevelShiftOptions& o) {
+  Fleet f;
+  f.seconds = 6600;
+  f.slow_machine = 2;
+  f.stretch = 1.3;
+  f.slow_from = 3000;
+  f.slow_to = 3900;
+  const FleetSeries s = f.Make();
+  LevelShiftChannels ch(o);
+  Recovery r;
+  for (int64_t t = 0; t < f.seconds; ++t) {  // streaming: every second, in order
+    const std::vector<float> z = ch.ShiftZ(s, 0, t);
+    if (t == 3880) r.during = z[2];
+    if (t < 4000) continue;
+    r.after = std::max(r.after, std::fabs(static_cast<double>(z[2])));
+    r.healthy = std::max(r.healthy, MaxAbsExcept(z, 2));
+  }
+  return r;
+}
+
+TEST(LevelShiftTest, AFaultOfHalfTheReferenceNeedsAFrozenOrLongerReference) {
+  LevelShiftOptions plain = Options(), frozen = Options(), long_ref = Options();
+  frozen.freeze_z = 5;
+  long_ref.ref_s = 3600;
+  const Recovery p = AfterALongFault(plain), f = AfterALongFault(frozen),
+                 l = AfterALongFault(long_ref);
+  // Measured: plain 62 after (healthy max 4.8), frozen 5.2 (4.9), 3600-s reference 5.3 (5.9).
+  EXPECT_GT(p.after, 30.0);  // the recovered machine looks shifted (round 4's false alarms)
+  EXPECT_LT(f.after, 2.0 * f.healthy);
+  EXPECT_LT(f.after, 8.0);
+  EXPECT_LT(l.after, 2.0 * l.healthy);
+  EXPECT_LT(l.after, 8.0);
+  // Frozen, the fault stays as visible at its end as at its start; the plain reference has
+  // absorbed part of it by then.
+  EXPECT_GT(f.during, 30.0);
+  EXPECT_GT(f.during, p.during);
+}
+
+TEST(LevelShiftTest, FrozenReferencesDoNotDependOnCallOrder) {
+  Fleet f;
+  f.slow_machine = 5;
+  f.slow_from = 2000;
+  f.slow_to = 2900;
+  const FleetSeries s = f.Make();
+  LevelShiftOptions o = Options();
+  o.freeze_z = 5;
+  LevelShiftChannels in_order(o), jumping(o);
+  std::vector<float> a;
+  for (int64_t t = 1000; t <= 3105; ++t) a = in_order.ShiftZ(s, 0, t);
+  (void)jumping.ShiftZ(s, 0, 3500);
+  (void)jumping.ShiftZ(s, 0, 1500);
+  const std::vector<float> b = jumping.ShiftZ(s, 0, 3105);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_FLOAT_EQ(a[i], b[i]);
+}
+
 TEST(LevelShiftTest, ScoresDependOnlyOnTheLastCompleteBlockNotOnCallOrder) {
   Fleet f;
   f.slow_machine = 5;
@@ -193,6 +258,9 @@ TEST(LevelShiftTest, MinderAddsOneNamedChannelPerMetricAndWeighsIt) {
   auto bad = MakeScoredDetector({{"type", "minder"}, {"shift_window_s", 99}, {"shift_block_s", 120}});
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("shift_block_s"), std::string::npos);
+  auto bad_freeze = MakeScoredDetector({{"type", "minder"}, {"shift_freeze_z", -1}});
+  ASSERT_FALSE(bad_freeze.ok());
+  EXPECT_NE(bad_freeze.status().message().find("shift_freeze_z"), std::string::npos);
 }
 
 }  // namespace

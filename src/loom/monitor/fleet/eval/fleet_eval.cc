@@ -15,6 +15,7 @@
 #include "loom/monitor/fleet/eval/score_trace.h"
 #include "loom/monitor/fleet/eval/scoring.h"
 #include "loom/monitor/fleet/sim/fleet_simulator.h"
+#include "loom/monitor/fleet/sim/observability.h"
 
 namespace loom::monitor {
 namespace {
@@ -54,6 +55,7 @@ std::vector<DetectorPlan> Plans(const FleetEvalOptions& o) {
       (*spec)["shift_window_s"] = o.shift_window_s;
       (*spec)["shift_block_s"] = o.shift_block_s;
       (*spec)["shift_ref_s"] = o.shift_ref_s;
+      (*spec)["shift_freeze_z"] = o.shift_freeze_z;
     }
   }
   const bool has_long = o.long_window_s > 0 || o.shift_window_s > 0;
@@ -103,7 +105,49 @@ std::vector<DetectorPlan> Plans(const FleetEvalOptions& o) {
 struct Split {
   std::string name;
   std::vector<LabelledJob> jobs;
+  // Per job, per must-alarm fault (JobScore::faults order): observable (sim/observability.h).
+  std::vector<std::vector<uint8_t>> observable;
+  json faults = json::array();  // per must-alarm fault: job, type, running fraction, observable
 };
+
+// Simulates the split's jobs and records, from each job's plan, the running fraction of every
+// must-alarm fault and whether it is observable; observable_only drops the others first.
+void SimulateSplit(const SimConfig& cfg, uint64_t seed, int count, bool observable_only,
+                   Split* split) {
+  const int64_t window = ScoringOptions{}.detect_window_s;
+  for (int k = 0; k < count; ++k) {
+    SimPlan plan = PlanJob(cfg, seed + k);
+    if (observable_only) DropUnobservableFaults(cfg, window, &plan);
+    const std::vector<double> run = RunningFractions(cfg, plan, window);
+    const std::vector<uint8_t> seen = ObservableFaults(plan, run);
+    std::vector<uint8_t> mask;
+    for (size_t i = 0; i < plan.faults.size(); ++i) {
+      const FaultLabel& l = plan.faults[i].label;
+      if (!l.must_alarm) continue;
+      mask.push_back(seen[i]);
+      split->faults.push_back({{"job", k}, {"type", l.type}, {"machine", l.machine},
+                               {"onset_s", l.onset_s}, {"duration_s", l.end_s - l.onset_s},
+                               {"running_fraction", run[i]}, {"observable", seen[i] != 0}});
+    }
+    split->observable.push_back(std::move(mask));
+    split->jobs.push_back(RenderJob(cfg, seed + k, plan));
+  }
+}
+
+// {"all": n, "observable": n, "unobservable_by_type": {type: n}} of a split.
+json ObservableCounts(const Split& split) {
+  int all = 0, seen = 0;
+  std::map<std::string, int> unseen;
+  for (const json& f : split.faults) {
+    ++all;
+    if (f["observable"].get<bool>()) {
+      ++seen;
+    } else {
+      ++unseen[f["type"].get<std::string>()];
+    }
+  }
+  return {{"all", all}, {"observable", seen}, {"unobservable_by_type", unseen}};
+}
 
 double MachineDays(const std::vector<LabelledJob>& jobs) {
   double d = 0;
@@ -128,12 +172,19 @@ std::vector<AlarmEvent> Replay(const ScoreTrace& tr, const Schedule& sch,
              : ReplayBatch(tr, sch.gate, order, sch.every_s, sch.lookback_s);
 }
 
+// Totals over all must-alarm faults; with `observable`, also those over the split's observable
+// faults (same alarms).
 Totals ScoreSplit(const std::vector<LabelledJob>& jobs, const std::vector<ScoreTrace>& traces,
-                  const Schedule& sch, const std::vector<int>& order) {
+                  const Schedule& sch, const std::vector<int>& order,
+                  const std::vector<std::vector<uint8_t>>* masks = nullptr,
+                  Totals* observable = nullptr) {
   Totals tot;
   for (size_t k = 0; k < jobs.size(); ++k) {
-    tot.Add(ScoreAlarms(jobs[k].faults, jobs[k].series.machines, jobs[k].series.seconds,
-                        Replay(traces[k], sch, order), ScoringOptions{}));
+    const JobScore js = ScoreAlarms(jobs[k].faults, jobs[k].series.machines,
+                                    jobs[k].series.seconds, Replay(traces[k], sch, order),
+                                    ScoringOptions{});
+    tot.Add(js);
+    if (masks && observable) observable->Add(KeepFaults(js, (*masks)[k]));
   }
   return tot;
 }
@@ -228,6 +279,43 @@ json DiagnoseSplit(const std::vector<LabelledJob>& jobs, const std::vector<Score
   out["faults"] = list;
   out["false_alarms"] = false_alarms;
   return out;
+}
+
+// P/R/F1 with CIs over the observable test faults (same alarms as the headline row).
+json ObservableJson(const Totals& test, const Totals& val, int bootstrap) {
+  const PrfWithCi prf = BootstrapPrf(test, bootstrap, 17);
+  return {{"faults", test.faults.size()},
+          {"tp", test.tp()},
+          {"fn", static_cast<int64_t>(test.faults.size()) - test.tp()},
+          {"fp", test.false_alarms},
+          {"precision", prf.precision},
+          {"precision_ci", {prf.precision_ci.lo, prf.precision_ci.hi}},
+          {"recall", prf.recall},
+          {"recall_ci", {prf.recall_ci.lo, prf.recall_ci.hi}},
+          {"f1", prf.f1},
+          {"f1_ci", {prf.f1_ci.lo, prf.f1_ci.hi}},
+          {"recall_by_type", test.RecallByType()},
+          {"val_faults", val.faults.size()},
+          {"val_recall", val.recall()},
+          {"val_f1", val.f1()}};
+}
+
+// Adds each missed fault's running fraction and observability (from the split's plan) to
+// DiagnoseSplit's "faults", and counts the unobservable misses ("missed_unobservable").
+void JoinObservability(const Split& split, json* diagnosis) {
+  int unobservable = 0;
+  for (json& m : (*diagnosis)["faults"]) {
+    for (const json& f : split.faults) {
+      if (f["job"] != m["job"] || f["machine"] != m["machine"] || f["onset_s"] != m["onset_s"]) {
+        continue;
+      }
+      m["running_fraction"] = f["running_fraction"];
+      m["observable"] = f["observable"];
+      unobservable += !f["observable"].get<bool>();
+      break;
+    }
+  }
+  (*diagnosis)["missed_unobservable"] = unobservable;
 }
 
 json RowJson(const std::string& name, const std::string& mode, const Schedule& sch,
@@ -326,6 +414,7 @@ Result<json> Timing(const FleetEvalOptions& o, const std::vector<std::string>& p
       minder["shift_window_s"] = o.shift_window_s;
       minder["shift_block_s"] = o.shift_block_s;
       minder["shift_ref_s"] = o.shift_ref_s;
+      minder["shift_freeze_z"] = o.shift_freeze_z;
     }
     json minder_sq = minder;
     minder_sq["distance"] = "l2sq";
@@ -760,11 +849,14 @@ Result<json> RunFleetEval(const FleetEvalOptions& options, std::FILE* progress) 
       return InvalidArgumentError("unknown detector '" + d + "' in --detectors");
     }
   }
-  std::vector<Split> splits = {{"train", {}}, {"val", {}}, {"test", {}}};
+  std::vector<Split> splits(3);
+  splits[0].name = "train";
+  splits[1].name = "val";
+  splits[2].name = "test";
   const int counts[3] = {o.train_jobs, o.val_jobs, o.test_jobs};
   const uint64_t seeds[3] = {o.train_seed, o.val_seed, o.test_seed};
   for (int s = 0; s < 3; ++s) {
-    for (int k = 0; k < counts[s]; ++k) splits[s].jobs.push_back(SimulateJob(cfg, seeds[s] + k));
+    SimulateSplit(cfg, seeds[s], counts[s], o.observable_only, &splits[s]);
   }
   json report;
   int faults[3] = {0, 0, 0};
@@ -793,8 +885,17 @@ Result<json> RunFleetEval(const FleetEvalOptions& options, std::FILE* progress) 
                       {"channel_norm_quantile", o.channel_norm_quantile},
                       {"any_channel", o.any_channel},
                       {"shift", {{"window_s", o.shift_window_s}, {"block_s", o.shift_block_s},
-                                 {"ref_s", o.shift_ref_s}}},
+                                 {"ref_s", o.shift_ref_s}, {"freeze_z", o.shift_freeze_z}}},
                       {"gate", {{"min_fraction", o.min_fraction}, {"min_channels", o.min_channels}}}};
+  report["config"]["observable_only"] = o.observable_only;
+  report["config"]["observability_rule"] =
+      "fail_slow and link_drop are observable when the job runs (no eval/checkpoint pause, no "
+      "other machine's stall halting it) for >= 50% of [onset, min(end, onset + 900 s)); every "
+      "other type always is (sim/observability.h)";
+  report["config"]["observable_faults"] = {ObservableCounts(splits[0]),
+                                           ObservableCounts(splits[1]),
+                                           ObservableCounts(splits[2])};
+  report["fault_observability"] = {{"val", splits[1].faults}, {"test", splits[2].faults}};
   if (progress) {
     std::fprintf(progress, "simulated %d+%d+%d jobs of %d machines x %lld s (%.1f s); "
                  "must-alarm faults train/val/test = %d/%d/%d\n", o.train_jobs, o.val_jobs,
@@ -937,13 +1038,18 @@ Result<json> RunFleetEval(const FleetEvalOptions& options, std::FILE* progress) 
         }
       }
       sch.gate.threshold = Calibrate(splits[1].jobs, tr[1], sch, ord, o.fa_budget);
-      const Totals val = ScoreSplit(splits[1].jobs, tr[1], sch, ord);
+      Totals val_seen, test_seen;
+      const Totals val =
+          ScoreSplit(splits[1].jobs, tr[1], sch, ord, &splits[1].observable, &val_seen);
       if (p.name == "minder" && mode == Mode::kStreaming) {
         report["val_miss_diagnosis"] = DiagnoseSplit(splits[1].jobs, tr[1], sch, ord);
+        JoinObservability(splits[1], &report["val_miss_diagnosis"]);
       }
-      const Totals test = ScoreSplit(splits[2].jobs, tr[2], sch, ord);
+      const Totals test =
+          ScoreSplit(splits[2].jobs, tr[2], sch, ord, &splits[2].observable, &test_seen);
       const std::string mode_name = mode == Mode::kStreaming ? "streaming" : "batch";
       json row = RowJson(p.name, mode_name, sch, test, val, o.bootstrap);
+      row["observable"] = ObservableJson(test_seen, val_seen, o.bootstrap);
       best[p.name + "/" + mode_name] = row;
       rows.push_back(row);
     }
@@ -988,7 +1094,13 @@ Result<json> RunFleetEval(const FleetEvalOptions& options, std::FILE* progress) 
   for (const json& r : timing) {
     if (r["machines"] == 1024) per_call = r["minder_l2_ms"];
   }
+  auto get_seen = [&](const std::string& key) -> json {
+    auto it = best.find(key);
+    return it == best.end() ? json(nullptr) : it->second["observable"]["f1"];
+  };
   report["summary"] = {{"minder_f1", get("minder/streaming", "f1")},
+                       {"minder_f1_observable", get_seen("minder/streaming")},
+                       {"mahalanobis_f1_observable", get_seen("mahalanobis/streaming")},
                        {"mahalanobis_f1", get("mahalanobis/streaming", "f1")},
                        {"minder_batch_f1", get("minder/batch", "f1")},
                        {"false_alarms_per_machine_day", get("minder/streaming", "fa_per_machine_day")},
@@ -1028,6 +1140,29 @@ std::string FormatEvalTable(const json& report) {
                   static_cast<long long>(r["fn"].get<int64_t>()),
                   static_cast<long long>(r["fp"].get<int64_t>()), r.value("val_f1", -1.0));
     out += line;
+  }
+  if (report["config"].contains("observable_faults")) {
+    const json& n = report["config"]["observable_faults"][2];
+    std::snprintf(line, sizeof(line),
+                  "\nover observable test faults only (%d of %d; rule: "
+                  "config.observability_rule):\n"
+                  "%-18s %-9s %-19s %-19s %-19s %4s %4s %4s %8s\n",
+                  n["observable"].get<int>(), n["all"].get<int>(), "detector", "mode",
+                  "precision [95% CI]", "recall [95% CI]", "F1 [95% CI]", "TP", "FN", "FP",
+                  "valF1obs");
+    out += line;
+    for (const json& r : report["detectors"]) {
+      if (!r.contains("observable")) continue;
+      const json& v = r["observable"];
+      std::snprintf(line, sizeof(line), "%-18s %-9s %-19s %-19s %-19s %4lld %4lld %4lld %8.3f\n",
+                    r["detector"].get<std::string>().c_str(), r["mode"].get<std::string>().c_str(),
+                    ci(v, "precision", "precision_ci").c_str(),
+                    ci(v, "recall", "recall_ci").c_str(),
+                    ci(v, "f1", "f1_ci").c_str(), static_cast<long long>(v["tp"].get<int64_t>()),
+                    static_cast<long long>(v["fn"].get<int64_t>()),
+                    static_cast<long long>(v["fp"].get<int64_t>()), v["val_f1"].get<double>());
+      out += line;
+    }
   }
   if (report.contains("gate_study")) {
     out += "\ngate study (validation only):\n";

@@ -53,6 +53,39 @@ TEST(FleetEvalTest, TinyRunCalibratesOnValidationAndReportsSummary) {
     EXPECT_TRUE(rep["summary"].contains(key)) << key;
   }
   EXPECT_TRUE(rep["summary"]["per_call_ms_1024"].is_null());  // N = 1024 not timed here
+  // Observable split: same alarms, the faults no detector can see left out (observability.h).
+  const nlohmann::json& n = rep["config"]["observable_faults"][2];
+  EXPECT_FALSE(rep["config"]["observable_only"].get<bool>());
+  EXPECT_EQ(n["all"].get<int>(), rep["config"]["must_alarm_faults"][2].get<int>());
+  EXPECT_LE(n["observable"].get<int>(), n["all"].get<int>());
+  ASSERT_EQ(rep["fault_observability"]["test"].size(), n["all"].get<size_t>());
+  int seen = 0;
+  for (const nlohmann::json& f : rep["fault_observability"]["test"]) {
+    const double run = f["running_fraction"].get<double>();
+    EXPECT_GE(run, 0.0);
+    EXPECT_LE(run, 1.0);
+    const bool needs_run = f["type"] == "fail_slow" || f["type"] == "link_drop";
+    EXPECT_EQ(f["observable"].get<bool>(), !needs_run || run >= 0.5) << f.dump();
+    seen += f["observable"].get<bool>();
+  }
+  EXPECT_EQ(seen, n["observable"].get<int>());
+  for (const nlohmann::json& row : rep["detectors"]) {
+    const nlohmann::json& v = row["observable"];
+    EXPECT_EQ(v["faults"].get<int>(), seen) << row["detector"];
+    EXPECT_EQ(v["fp"].get<int64_t>(), row["fp"].get<int64_t>());
+    EXPECT_LE(v["tp"].get<int64_t>(), row["tp"].get<int64_t>());
+    EXPECT_GE(v["tp"].get<int64_t>() + (n["all"].get<int>() - seen), row["tp"].get<int64_t>());
+  }
+  EXPECT_TRUE(rep["summary"].contains("minder_f1_observable"));
+  // Minder's validation misses carry their running fraction from the plan.
+  const nlohmann::json& miss = rep["val_miss_diagnosis"];
+  EXPECT_LE(miss["missed_unobservable"].get<int>(), miss["missed"].get<int>());
+  for (const nlohmann::json& m : miss["faults"]) {
+    ASSERT_TRUE(m.contains("running_fraction")) << m.dump();
+    EXPECT_EQ(m["observable"].get<bool>(),
+              !(m["type"] == "fail_slow" || m["type"] == "link_drop") ||
+                  m["running_fraction"].get<double>() >= 0.5);
+  }
   EXPECT_EQ(rep["timing"][0]["machines"], 16);
   // CART ranks all 8 simulated metrics and their 8 long-window channels ("metric@120s");
   // the level-shift channels are off by default.
@@ -60,6 +93,36 @@ TEST(FleetEvalTest, TinyRunCalibratesOnValidationAndReportsSummary) {
   EXPECT_EQ(rep["config"]["shift"]["window_s"].get<int64_t>(), 0);
   EXPECT_FALSE(rep.contains("shift_weight_study"));
   EXPECT_FALSE(FormatEvalTable(rep).empty());
+}
+
+TEST(FleetEvalTest, ObservableOnlySimulatesNoUnobservableFault) {
+  FleetEvalOptions o = FleetEvalOptions::Quick();
+  o.machines = 32;
+  o.seconds = 3 * 3600;
+  o.train_jobs = o.val_jobs = o.test_jobs = 1;
+  o.faults_per_machine_day = 24;
+  o.detectors = {"peer_z"};
+  o.timing_machines = {16};
+  o.timing_seconds = 60;
+  o.bootstrap = 20;
+  Result<nlohmann::json> all = RunFleetEval(o, nullptr);
+  o.observable_only = true;
+  Result<nlohmann::json> seen = RunFleetEval(o, nullptr);
+  ASSERT_TRUE(all.ok() && seen.ok());
+  for (int s = 0; s < 3; ++s) {
+    const nlohmann::json& a = (*all)["config"]["observable_faults"][s];
+    const nlohmann::json& b = (*seen)["config"]["observable_faults"][s];
+    EXPECT_EQ(b["all"], b["observable"]);                  // nothing unobservable is left
+    EXPECT_EQ(b["all"].get<int>(), a["observable"].get<int>());  // and nothing else was dropped
+  }
+  // Seeds 1000/2000/3000 at 24 faults per machine-day (~100 faults per job) hold unobservable
+  // faults, so the option changes something here.
+  int unobservable = 0;
+  for (int s = 0; s < 3; ++s) {
+    const nlohmann::json& a = (*all)["config"]["observable_faults"][s];
+    unobservable += a["all"].get<int>() - a["observable"].get<int>();
+  }
+  EXPECT_GT(unobservable, 0);
 }
 
 TEST(FleetEvalTest, LevelShiftChannelsJoinCartAndTheirWeightIsPickedOnValidation) {
@@ -102,7 +165,9 @@ TEST(FleetEvalTest, LevelShiftChannelsJoinCartAndTheirWeightIsPickedOnValidation
     best_f1 = std::max(best_f1, r["val_f1"].get<double>());
   }
   for (const nlohmann::json& r : rep["long_weight_study"]) {
-    if (r["long_weight"].get<double>() == chosen) EXPECT_EQ(r["val_f1"].get<double>(), best_f1);
+    if (r["long_weight"].get<double>() == chosen) {
+      EXPECT_EQ(r["val_f1"].get<double>(), best_f1);
+    }
   }
   EXPECT_FALSE(FormatEvalTable(rep).empty());
 }

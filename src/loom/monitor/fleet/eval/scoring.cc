@@ -52,6 +52,16 @@ JobScore ScoreAlarms(const std::vector<FaultLabel>& faults, int machines, int64_
   return js;
 }
 
+JobScore KeepFaults(const JobScore& js, const std::vector<uint8_t>& keep) {
+  JobScore out;
+  out.false_alarms = js.false_alarms;
+  out.machine_days = js.machine_days;
+  for (size_t k = 0; k < js.faults.size() && k < keep.size(); ++k) {
+    if (keep[k]) out.faults.push_back(js.faults[k]);
+  }
+  return out;
+}
+
 void Totals::Add(const JobScore& js) {
   faults.insert(faults.end(), js.faults.begin(), js.faults.end());
   false_alarms += static_cast<int64_t>(js.false_alarms.size());

@@ -56,6 +56,11 @@ std::vector<AlarmEvent> MergeAlerts(const std::vector<AlarmEvent>& alerts, int64
 JobScore ScoreAlarms(const std::vector<FaultLabel>& faults, int machines, int64_t seconds,
                      const std::vector<AlarmEvent>& alarms, const ScoringOptions& options);
 
+// `js` restricted to its must-alarm faults k with keep[k] != 0 (e.g. the observable ones,
+// sim/observability.h); false alarms and machine-days stay, so an alarm that found a dropped
+// fault counts as neither. keep must have one entry per js.faults.
+JobScore KeepFaults(const JobScore& js, const std::vector<uint8_t>& keep);
+
 struct Totals {
   std::vector<FaultOutcome> faults;
   int64_t false_alarms = 0;

@@ -58,6 +58,30 @@ TEST(ScoringTest, TruePositivesFalseAlarmsMissesAndTtd) {
   EXPECT_DOUBLE_EQ(tot.RecallByType().at("fail_slow"), 0.0);
 }
 
+TEST(ScoringTest, KeepFaultsRestrictsFaultsAndKeepsFalseAlarms) {
+  // Fault 1 (unobservable) was found by the alarm at 5100; restricted to faults 0 and 2 that
+  // alarm is neither TP nor FP: P = 1 / (1 + 1), R = 1 / 2.
+  const std::vector<FaultLabel> faults = {Fault(1, "stall", 100, 3000),
+                                          Fault(2, "fail_slow", 5000, 6000),
+                                          Fault(3, "link_drop", 7000, 7400)};
+  const std::vector<AlarmEvent> alarms = {{130, 1, "cpu", 5}, {5100, 2, "gpu", 5},
+                                          {9000, 0, "cpu", 5}};
+  const JobScore js = ScoreAlarms(faults, 4, 86400 / 4, alarms, ScoringOptions{});
+  Totals all, seen;
+  all.Add(js);
+  seen.Add(KeepFaults(js, {1, 0, 1}));
+  EXPECT_EQ(all.tp(), 2);
+  EXPECT_EQ(seen.tp(), 1);
+  ASSERT_EQ(seen.faults.size(), 2u);
+  EXPECT_EQ(seen.faults[1].type, "link_drop");
+  EXPECT_EQ(seen.false_alarms, 1);
+  EXPECT_DOUBLE_EQ(seen.machine_days, 1.0);
+  EXPECT_DOUBLE_EQ(seen.precision(), 0.5);
+  EXPECT_DOUBLE_EQ(seen.recall(), 0.5);
+  EXPECT_DOUBLE_EQ(all.precision(), 2.0 / 3.0);
+  EXPECT_DOUBLE_EQ(all.recall(), 2.0 / 3.0);
+}
+
 TEST(ScoringTest, GroupMemberCountsOnceAndLateAlarmMisses) {
   const std::vector<FaultLabel> faults = {Fault(8, "stall", 1000, 5000, {9, 10}),
                                           Fault(4, "link_drop", 1000, 5000)};
