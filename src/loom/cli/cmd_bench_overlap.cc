@@ -347,7 +347,7 @@ void RegisterBenchOverlap(CLI::App& bench, CliContext* ctx) {
                 "with --moe-tokens 1024)");
   cmd->add_option("--peer-impls", a->peer_impls,
                   "peer implementations for the script (torch_decomposed: Python torch.distributed "
-                  "gloo, AG+GEMM and GEMM+RS only)");
+                  "gloo)");
   cmd->add_option("--peers-script", a->peers_script, "the peer script");
   cmd->add_option("--dir", a->dir, "scratch directory (default /tmp/loom-bench-overlap-<pid>)");
   cmd->add_option("--from-dir", a->from_dir,
