@@ -97,10 +97,14 @@ Result<double> BandwidthScale(const EvalConfig& target, const EvalConfig& base,
     return std::min(target_bps * kTcpGoodput, base_bps) / base_bps;
   }
   if (target_bps == 0) target_bps = std::max(bw.unshaped_bits_per_s, base_bps);
-  const double k = target_bps / base_bps;
-  if (k == 1.0 || !(bw.base_fitted_bytes_per_s > 0)) return k;
-  // Another rate: the base's burst bonus does not carry over; cap at the target's goodput.
-  return std::min(k, target_bps / 8 * kTcpGoodput / bw.base_fitted_bytes_per_s);
+  return target_bps / base_bps;
+}
+
+Result<double> BandwidthCap(const EvalConfig& target, const EvalConfig& base) {
+  LOOM_ASSIGN_OR_RETURN(double target_bps, ParseLinkRate(target.rate));
+  LOOM_ASSIGN_OR_RETURN(double base_bps, ParseLinkRate(base.rate));
+  if (target_bps == 0 || base_bps == 0 || target_bps == base_bps) return 0.0;
+  return target_bps / 8 * kTcpGoodput;
 }
 
 Result<whatif::WhatIf> ToWhatIf(const EvalConfig& target, const EvalConfig& base,
@@ -112,6 +116,7 @@ Result<whatif::WhatIf> ToWhatIf(const EvalConfig& target, const EvalConfig& base
   LOOM_RETURN_IF_ERROR(TrainKeys(target).status());
   whatif::WhatIf w;
   LOOM_ASSIGN_OR_RETURN(w.bandwidth_scale, BandwidthScale(target, base, bw));
+  LOOM_ASSIGN_OR_RETURN(w.bandwidth_cap_bytes_per_s, BandwidthCap(target, base));
   if (target.bucket_mb != base.bucket_mb) {
     w.bucket_bytes = static_cast<int64_t>(std::llround(target.bucket_mb * 1048576.0));
   }

@@ -10,10 +10,13 @@
 // Bandwidth mapping: a shaped link's bandwidth is its tbf rate; "unshaped" is the veth pair's own
 // capacity, which the base trace measures when the base is unshaped (the fitted β) and which
 // BandwidthModel::unshaped_bits_per_s assumes otherwise. The what-if factor is
-// target bandwidth / base bandwidth, applied to the base trace's fitted β (α is kept), capped so
-// that a link of another rate never beats its TCP goodput (rate × kTcpGoodput): the fitted β
-// holds the base link's tbf burst (256 KB refill in 10 ms at 200 Mbit), which at a slower rate
-// refills too slowly to matter (measured: uncapped scaling predicted 10 Mbit 16 % fast).
+// target bandwidth / base bandwidth, applied to every fitted link of the base trace (α is kept),
+// and a shaped target of another rate caps every link at its TCP goodput (rate × kTcpGoodput,
+// WhatIf::bandwidth_cap_bytes_per_s): the fitted β holds the base link's tbf burst (256 KB refill
+// in 10 ms at 200 Mbit), which at a slower rate refills too slowly to matter (measured: uncapped
+// scaling predicted 10 Mbit 16 % fast). The cap is per link: with a factor capped once from the
+// common β, a rank whose egress fitted slower than the common link (host wake-ups on a 2-vCPU VM)
+// was predicted below the goodput (50 Mbit +15 %, 10 Mbit +12 % on the 14:32 quiet run).
 //
 // Compression: the grid's runs set `compress.min_elements=0` (every bucket compressed, as the
 // configuration says) and the what-if uses the same threshold (WhatIf::compress_min_elements).
@@ -73,6 +76,9 @@ struct BandwidthModel {
 // an unshaped base whose β was not identified.
 Result<double> BandwidthScale(const EvalConfig& target, const EvalConfig& base,
                               const BandwidthModel& bw);
+// The goodput (bytes/s) that caps every link when a shaped base predicts a shaped target of
+// another rate; 0 (no cap) otherwise.
+Result<double> BandwidthCap(const EvalConfig& target, const EvalConfig& base);
 
 // The what-if predicting `target` from a profile of `base`: bandwidth ×k, bucket size when it
 // differs, overlap when it differs, compression when target.codec != base.codec (codec costs

@@ -78,19 +78,32 @@ TEST(ConfigGrid, BandwidthScaleFromRatesAndFittedBeta) {
   EXPECT_DOUBLE_EQ(*BandwidthScale(open, open, bw), 1.0);
 }
 
-// A shaped base's fitted β above its goodput (tbf burst) scales only up to the target's goodput.
-TEST(ConfigGrid, BandwidthScaleIsCappedAtTheTargetsGoodput) {
+// A shaped base's fitted links above their goodput (tbf burst) scale only up to the target's
+// goodput, each link on its own.
+TEST(ConfigGrid, EveryLinkIsCappedAtTheTargetsGoodput) {
   const EvalConfig base{"200mbit", 0.25, true, "none"};
-  BandwidthModel bw;
-  bw.base_fitted_bytes_per_s = 26.1e6;  // tbf 25 MB/s plus burst, as measured
-  // 10 Mbit: 1.25 MB/s x 1448/1514 = 1.1955 MB/s < 0.05 x 26.1 MB/s = 1.305 MB/s.
-  EXPECT_NEAR(*BandwidthScale({"10mbit", 4, true, "none"}, base, bw) * 26.1e6,
-              1.25e6 * 1448.0 / 1514.0, 1e-3);
-  // Same rate: the base's own fit stands.
-  EXPECT_DOUBLE_EQ(*BandwidthScale({"200mbit", 4, false, "int4"}, base, bw), 1.0);
-  // A fit below the goodput is not raised: plain scaling.
-  bw.base_fitted_bytes_per_s = 20e6;
-  EXPECT_DOUBLE_EQ(*BandwidthScale({"50mbit", 4, true, "none"}, base, bw), 0.25);
+  const double goodput_10 = 1.25e6 * 1448.0 / 1514.0;  // 1.1955 MB/s
+  EXPECT_NEAR(*BandwidthCap({"10mbit", 4, true, "none"}, base), goodput_10, 1e-6);
+  EXPECT_EQ(*BandwidthCap({"200mbit", 4, false, "int4"}, base), 0.0);  // same rate: the fit
+  EXPECT_EQ(*BandwidthCap({"unshaped", 4, true, "none"}, base), 0.0);
+  EXPECT_EQ(*BandwidthCap({"10mbit", 4, true, "none"}, {"unshaped", 4, true, "none"}), 0.0);
+  // Common link 26.1 MB/s (tbf 25 MB/s plus burst), rank 0's egress 33 MB/s, rank 1's 21 MB/s
+  // (a fit below the goodput): at 10 Mbit (k = 0.05) the first two are capped at the goodput,
+  // rank 1 keeps its plain scaling (1.05 MB/s).
+  dfg::ModelSpec spec;
+  spec.ns_per_byte = 1e9 / 26.1e6;
+  spec.ranks.resize(2);
+  spec.ranks[0].egress_ns_per_byte = 1e9 / 33e6;
+  spec.ranks[1].egress_ns_per_byte = 1e9 / 21e6;
+  auto w = ToWhatIf({"10mbit", 0.25, true, "none"}, base, {});
+  ASSERT_TRUE(w.ok()) << w.status();
+  EXPECT_DOUBLE_EQ(w->bandwidth_scale, 0.05);
+  ASSERT_TRUE(whatif::ScaleBandwidth(&spec, w->bandwidth_scale).ok());
+  ASSERT_TRUE(whatif::CapBandwidth(&spec, w->bandwidth_cap_bytes_per_s).ok());
+  EXPECT_NEAR(1e9 / spec.ns_per_byte, goodput_10, 1e-3);
+  EXPECT_NEAR(1e9 / spec.ranks[0].egress_ns_per_byte, goodput_10, 1e-3);
+  EXPECT_NEAR(1e9 / spec.ranks[1].egress_ns_per_byte, 21e6 * 0.05, 1e-3);
+  EXPECT_NE(w->Describe().find("links at most 1.1955"), std::string::npos) << w->Describe();
 }
 
 TEST(ConfigGrid, WhatIfSetsOnlyWhatDiffers) {

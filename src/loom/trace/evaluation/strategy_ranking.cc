@@ -20,6 +20,8 @@ Result<std::vector<double>> PredictGridStrategies(const dfg::ModelSpec& base_spe
       dfg::ModelSpec spec = base_spec;
       LOOM_ASSIGN_OR_RETURN(double k, BandwidthScale(c, base, bw));
       if (k != 1.0) LOOM_RETURN_IF_ERROR(whatif::ScaleBandwidth(&spec, k));
+      LOOM_ASSIGN_OR_RETURN(double cap, BandwidthCap(c, base));
+      if (cap > 0) LOOM_RETURN_IF_ERROR(whatif::CapBandwidth(&spec, cap));
       optimize::Strategy st = optimize::Strategy::FromSpec(spec);
       if (c.bucket_mb != base.bucket_mb) {
         st.bucket_begin = dfg::BucketsByBytes(

@@ -1,5 +1,6 @@
 #include "loom/trace/whatif/whatif.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -39,6 +40,9 @@ std::string WhatIf::Describe() const {
                          : ""));
   }
   if (bandwidth_scale != 1.0) parts.push_back("bandwidth x" + Num(bandwidth_scale));
+  if (bandwidth_cap_bytes_per_s > 0) {
+    parts.push_back("links at most " + Num(bandwidth_cap_bytes_per_s / 1e6) + " MB/s");
+  }
   if (overlap) parts.push_back(std::string("overlap ") + (*overlap ? "on" : "off"));
   for (const auto& [r, f] : stragglers)
     parts.push_back("straggler rank " + std::to_string(r) + " x" + Num(f));
@@ -55,6 +59,24 @@ Status ScaleBandwidth(dfg::ModelSpec* spec, double k) {
   spec->ns_per_byte /= k;
   for (dfg::RankModel& m : spec->ranks) {
     if (m.egress_ns_per_byte > 0) m.egress_ns_per_byte /= k;
+  }
+  return OkStatus();
+}
+
+Status CapBandwidth(dfg::ModelSpec* spec, double bytes_per_s) {
+  if (!(bytes_per_s > 0) || !std::isfinite(bytes_per_s)) {
+    return InvalidArgumentError("what-if bandwidth cap: " + Num(bytes_per_s) +
+                                " B/s must be > 0");
+  }
+  const double floor_ns = 1e9 / bytes_per_s;
+  auto cap = [floor_ns](double& ns_per_byte) {
+    if (ns_per_byte > 0) ns_per_byte = std::max(ns_per_byte, floor_ns);
+  };
+  cap(spec->ns_per_byte);
+  cap(spec->line_ns_per_byte);
+  for (dfg::RankModel& m : spec->ranks) {
+    cap(m.egress_ns_per_byte);
+    cap(m.egress_line_ns_per_byte);
   }
   return OkStatus();
 }
@@ -148,6 +170,9 @@ Result<dfg::ModelSpec> ApplyWhatIf(const dfg::ModelSpec& base, const WhatIf& w) 
     ExemptSmallBuckets(&s, w.compress_min_elements);
   }
   if (w.bandwidth_scale != 1.0) LOOM_RETURN_IF_ERROR(ScaleBandwidth(&s, w.bandwidth_scale));
+  if (w.bandwidth_cap_bytes_per_s > 0) {
+    LOOM_RETURN_IF_ERROR(CapBandwidth(&s, w.bandwidth_cap_bytes_per_s));
+  }
   if (w.overlap) SetOverlap(&s, *w.overlap);
   for (const auto& [r, f] : w.stragglers) LOOM_RETURN_IF_ERROR(SetStraggler(&s, r, f));
   LOOM_RETURN_IF_ERROR(s.Validate());

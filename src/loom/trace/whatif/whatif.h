@@ -46,6 +46,9 @@ namespace loom::trace::whatif {
 
 struct WhatIf {
   double bandwidth_scale = 1.0;                    // β × k (default 1: unchanged)
+  // > 0: after scaling no link is faster than this many bytes/s (a tbf-shaped target delivers
+  // at most its TCP goodput, however fast the profile's links looked; default 0: no cap)
+  double bandwidth_cap_bytes_per_s = 0;
   int64_t bucket_bytes = 0;                        // > 0: regroup into buckets <= this
   std::optional<bool> overlap;                     // unset: keep
   std::vector<std::pair<int, double>> stragglers;  // (rank, ratio f)
@@ -59,6 +62,8 @@ struct WhatIf {
 
 // Spec passes.
 Status ScaleBandwidth(dfg::ModelSpec* spec, double k);
+// Every link (common, egress, token-bucket line rate) at most `bytes_per_s` fast.
+Status CapBandwidth(dfg::ModelSpec* spec, double bytes_per_s);
 Status RegroupBuckets(dfg::ModelSpec* spec, int64_t max_bytes);
 void SetOverlap(dfg::ModelSpec* spec, bool on);
 Status SetStraggler(dfg::ModelSpec* spec, int rank, double ratio);
