@@ -282,22 +282,28 @@ json DiagnoseSplit(const std::vector<LabelledJob>& jobs, const std::vector<Score
 }
 
 // P/R/F1 with CIs over the observable test faults (same alarms as the headline row).
-json ObservableJson(const Totals& test, const Totals& val, int bootstrap) {
+// Precision, recall and F1 of the test faults with their bootstrap CIs (seed 17).
+json PrfJson(const Totals& test, int bootstrap) {
   const PrfWithCi prf = BootstrapPrf(test, bootstrap, 17);
-  return {{"faults", test.faults.size()},
-          {"tp", test.tp()},
-          {"fn", static_cast<int64_t>(test.faults.size()) - test.tp()},
-          {"fp", test.false_alarms},
-          {"precision", prf.precision},
+  return {{"precision", prf.precision},
           {"precision_ci", {prf.precision_ci.lo, prf.precision_ci.hi}},
           {"recall", prf.recall},
           {"recall_ci", {prf.recall_ci.lo, prf.recall_ci.hi}},
           {"f1", prf.f1},
-          {"f1_ci", {prf.f1_ci.lo, prf.f1_ci.hi}},
-          {"recall_by_type", test.RecallByType()},
-          {"val_faults", val.faults.size()},
-          {"val_recall", val.recall()},
-          {"val_f1", val.f1()}};
+          {"f1_ci", {prf.f1_ci.lo, prf.f1_ci.hi}}};
+}
+
+json ObservableJson(const Totals& test, const Totals& val, int bootstrap) {
+  json j = {{"faults", test.faults.size()},
+            {"tp", test.tp()},
+            {"fn", static_cast<int64_t>(test.faults.size()) - test.tp()},
+            {"fp", test.false_alarms},
+            {"recall_by_type", test.RecallByType()},
+            {"val_faults", val.faults.size()},
+            {"val_recall", val.recall()},
+            {"val_f1", val.f1()}};
+  j.update(PrfJson(test, bootstrap));
+  return j;
 }
 
 // Adds each missed fault's running fraction and observability (from the split's plan) to
@@ -321,17 +327,10 @@ void JoinObservability(const Split& split, json* diagnosis) {
 json RowJson(const std::string& name, const std::string& mode, const Schedule& sch,
              const Totals& test, const Totals& val, int bootstrap) {
   const double val_fa = val.false_alarms_per_machine_day();
-  const PrfWithCi prf = BootstrapPrf(test, bootstrap, 17);
   json row = {{"detector", name},
               {"mode", mode},
               {"threshold", sch.gate.threshold},
               {"continuity_s", sch.gate.continuity_s},
-              {"precision", prf.precision},
-              {"precision_ci", {prf.precision_ci.lo, prf.precision_ci.hi}},
-              {"recall", prf.recall},
-              {"recall_ci", {prf.recall_ci.lo, prf.recall_ci.hi}},
-              {"f1", prf.f1},
-              {"f1_ci", {prf.f1_ci.lo, prf.f1_ci.hi}},
               {"tp", test.tp()},
               {"fn", static_cast<int64_t>(test.faults.size()) - test.tp()},
               {"fp", test.false_alarms},
@@ -345,6 +344,7 @@ json RowJson(const std::string& name, const std::string& mode, const Schedule& s
     ttd_by_type[type] = Finite(test.TtdPercentile(50, type));
   }
   row["ttd_p50_by_type_s"] = ttd_by_type;
+  row.update(PrfJson(test, bootstrap));
   row["fast_confirm_s"] = sch.gate.fast_confirm_s;
   row["fast_min_channels"] = sch.gate.fast_min_channels;
   row["missing_confirm_s"] = sch.gate.missing_confirm_s;
