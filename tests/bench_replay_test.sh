@@ -28,13 +28,16 @@ assert len(rows) == 4, len(rows)
 for r in rows:
     assert r["measured_ms"] > 0 and r["whatif_ms"] > 0 and r["baseline_sum_ms"] > 0, r
     assert r["baseline_sum_ms"] >= r["baseline_overlap_ms"], r
-# Bandwidth factors are tbf rate / base rate (200 Mbit), capped at the target's TCP goodput
-# (rate x 1448/1514) over the profile's fitted beta.
+# Bandwidth factors are tbf rate / base rate (200 Mbit), and every link of a shaped target at
+# another rate is capped at its TCP goodput (rate x 1448/1514), named in the what-if.
 by = {r["config"]: r for r in rows}
-beta = d["results"]["profile"]["link_gbps"] * 1e9
 for cfg, bps, ratio in [("1gbit/b0.25/ov/none", 1e9, 5.0), ("50mbit/b4/seq/none", 50e6, 0.25)]:
-    want = min(ratio, bps / 8 * 1448 / 1514 / beta) if beta > 0 else ratio
-    assert abs(by[cfg]["bandwidth_scale"] - want) < 1e-6 * want, (cfg, by[cfg]["bandwidth_scale"], want)
+    assert abs(by[cfg]["bandwidth_scale"] - ratio) < 1e-9, (cfg, by[cfg]["bandwidth_scale"], ratio)
+    text = by[cfg]["whatif"]
+    assert "links at most " in text, (cfg, text)
+    cap = float(text.split("links at most ")[1].split(" MB/s")[0])
+    want = bps / 8 * 1448 / 1514 / 1e6
+    assert abs(cap - want) < 1e-4 * want, (cfg, cap, want)
 assert by["200mbit/b0.25/ov/int4"]["whatif"].find("int4") >= 0, by["200mbit/b0.25/ov/int4"]
 assert len(d["results"]["base_runs"]) == 2  # the profile + one traced repetition
 print("json ok")
