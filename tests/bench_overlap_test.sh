@@ -38,7 +38,9 @@ for x in w:
     assert labels == ["R=1", "unlimited"], labels
     for a in x["arms"]:
         assert len(a["trials"]) == 3, len(a["trials"])
-        for v in ["sequential", "decomposed", "fused_s2", "auto"]:
+        moe = x["workload"]["op"] == "moe"
+        # MoE: fused_s2 is the cross-layer schedule, layers_s2 each layer fused on its own.
+        for v in ["sequential", "decomposed", "fused_s2", "auto"] + (["layers_s2"] if moe else []):
             t = a["metrics"]["variants"][v]["t_x_s"]["median"]
             assert t > 0, (x["workload"]["name"], a["label"], v, t)
         # MoE records each layer's wall time. The parent keeps the max over ranks of every
@@ -50,10 +52,15 @@ for x in w:
                     continue
                 p = v["parts"]
                 assert p["layer0_s"] > 0 and p["layer1_s"] > 0, (name, p)
+                assert ("fill_s" in p) == (name == "fused_s2"), (name, p)
                 lo, hi = max(p["layer0_s"], p["layer1_s"]), p["layer0_s"] + p["layer1_s"]
                 assert lo <= v["wall_s"] <= hi * (1 + 1e-9), (name, p, v["wall_s"])
             if x["workload"]["op"] == "moe":
                 assert tr["t_comp_parts"]["layer1_s"] > 0 and tr["t_comm_parts"]["layer0_s"] > 0, tr
+cross = s["moe_cross_layer_R1"]
+assert len(cross) == 2, cross  # both routings
+for name, c in cross.items():
+    assert c["splits"] == 2 and c["per_layer_over_cross_layer"] > 0, (name, c)
 print("summary ok:", {k: round(v, 3) for k, v in s.items() if isinstance(v, float)})
 PY
 set +e

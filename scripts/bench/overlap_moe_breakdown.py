@@ -13,6 +13,14 @@ t_m per layer (W = 2; C = 2 decomposed column chunks; S = the fused splits):
              (decomposed k = C, fused k = S)
 
 and, for the fused variants, decomposed/fused measured beside the same ratio of the models.
+`layers_s<S>` is the per-layer fused schedule (each layer fused, one after the other). `fused_s<S>`
+is MoePair's cross-layer schedule; its layer columns are layer 0's tiles and the rest of the call,
+and its model is the block's, with C = t_c0 + t_c1:
+
+    cross-layer  max(C + t_m1/S, t_m0 + t_c1 (W-1)/(W S) + t_m1)
+
+(the cores run every GEMM and then wait for the last combine chunk; the link carries the dispatch,
+then the combine, whose first split needs the remote rows' first layer-1 split).
 
     scripts/bench/overlap_moe_breakdown.py RUN.json [R=1 ...]
 """
@@ -39,6 +47,19 @@ def layer1_model(v, tc, tm):
     return tc / k + (k - 1) * max(tc, tm) / k + tm / k
 
 
+def cross_layer_model(v, tc, tm):
+    s = int(v.split("_s")[1])
+    return max(tc[0] + tc[1] + tm[1] / s, tm[0] + tc[1] * (W - 1) / (W * s) + tm[1])
+
+
+def models(v, tc, tm):
+    """(layer 0, layer 1) models; the cross-layer schedule's block model is split evenly."""
+    if v.startswith("fused_s"):
+        return [cross_layer_model(v, tc, tm) / 2] * 2
+    v = v.replace("layers_s", "fused_s")
+    return [layer0_model(v, tc[0], tm[0]), layer1_model(v, tc[1], tm[1])]
+
+
 def main():
     doc = json.load(open(sys.argv[1]))
     for w in doc["results"]["workloads"]:
@@ -57,7 +78,7 @@ def main():
                     if v == "auto":
                         continue
                     lay = [x["parts"][f"layer{i}_s"] for i in (0, 1)]
-                    mod = [layer0_model(v, tc[0], tm[0]), layer1_model(v, tc[1], tm[1])]
+                    mod = models(v, tc, tm)
                     rows.setdefault(v, []).append((lay[0], mod[0], lay[1], mod[1], x["wall_s"],
                                                    tc[0], tm[0], tc[1], tm[1]))
             print(f"{w['workload']['name']} {arm['label']} "
@@ -77,7 +98,11 @@ def main():
                 q1 = st.median(x[2] / x[3] for x in r)
                 line = (f"  {v:11s} {med(r, 0):7.1f} {med(r, 1):7.1f} {med(r, 2):7.1f} "
                         f"{med(r, 3):7.1f} {q0:6.3f} {q1:6.3f} {med(r, 4):7.1f}")
-                if dec and v.startswith("fused"):
+                if v.startswith("fused"):
+                    line = (f"  {v:11s} {med(r, 0):7.1f} {'':>7s} {med(r, 2):7.1f} {'':>7s} "
+                            f"{'block':>6s} {med(r, 4) / (med(r, 1) + med(r, 3)):6.3f} "
+                            f"{med(r, 4):7.1f}")
+                if dec and (v.startswith("fused") or v.startswith("layers")):
                     meas = st.median(d[4] / f[4] for d, f in zip(dec, r))
                     mod = st.median((d[1] + d[3]) / (f[1] + f[3]) for d, f in zip(dec, r))
                     line += f"   dec/this measured {meas:.3f} model {mod:.3f}"

@@ -53,8 +53,10 @@ nlohmann::json BenchWorkload::ToJson() const {
 }
 
 std::string BenchVariant::Name() const {
-  if (mode == OverlapMode::kFused) return "fused_s" + std::to_string(splits);
-  return std::string(OverlapModeName(mode));
+  if (mode != OverlapMode::kFused) return std::string(OverlapModeName(mode));
+  std::string name = cross_layer ? "fused_s" : "layers_s";  // piecewise: GCC 12 -Wrestrict
+  name += std::to_string(splits);
+  return name;
 }
 
 nlohmann::json OverlapBenchConfig::ToJson() const {
@@ -173,12 +175,14 @@ std::vector<BenchWorkload> MakeWorkloads(const OverlapBenchConfig& config) {
   return out;
 }
 
-std::vector<BenchVariant> MakeVariants(const OverlapBenchConfig& config) {
+std::vector<BenchVariant> MakeVariants(const OverlapBenchConfig& config, BenchOp op) {
   std::vector<BenchVariant> v = {{OverlapMode::kSequential, 1}, {OverlapMode::kDecomposed, 1}};
   for (int32_t s : config.splits) v.push_back({OverlapMode::kFused, s});
   std::vector<int32_t> sorted = config.splits;
   std::sort(sorted.begin(), sorted.end());
-  v.push_back({OverlapMode::kAuto, sorted[sorted.size() / 2]});
+  const int32_t middle = sorted[sorted.size() / 2];
+  if (op == BenchOp::kMoe) v.push_back({OverlapMode::kFused, middle, /*cross_layer=*/false});
+  v.push_back({OverlapMode::kAuto, middle});
   return v;
 }
 
@@ -206,7 +210,7 @@ int64_t HeapBytesFor(const BenchWorkload& w, const OverlapBenchConfig& config) {
       break;
     }
   }
-  const int64_t ops = static_cast<int64_t>(MakeVariants(config).size()) + 1;  // + calibration
+  const int64_t ops = static_cast<int64_t>(MakeVariants(config, w.op).size()) + 1;  // + calibration
   return ops * (per_op + (1 << 16)) + per_op / 8 + (16ll << 20);
 }
 

@@ -48,8 +48,11 @@ struct BenchWorkload {
 // One variant an arm runs in every trial.
 struct BenchVariant {
   OverlapMode mode = OverlapMode::kSequential;
-  int32_t splits = 1;        // S for kFused (and the op's splits for kAuto)
-  std::string Name() const;  // "sequential", "decomposed", "fused_s4", "auto"
+  int32_t splits = 1;  // S for kFused (and the op's splits for kAuto)
+  // MoE kFused: the cross-layer schedule of MoePair (true, "fused_s<S>") or each layer fused on
+  // its own, one after the other (false, "layers_s<S>"); ignored by the other ops.
+  bool cross_layer = true;
+  std::string Name() const;  // "sequential", "decomposed", "fused_s4", "layers_s4", "auto"
 };
 
 struct OverlapBenchConfig {
@@ -79,8 +82,8 @@ struct OverlapBenchConfig {
   // back to back and measured up to 2x slower than the GEMMs inside the variants, so it held R
   // at 1.05-1.58 where the previous round held it at 0.91-1.14 (README, 2026-12-01).
   int32_t hold_ratio_probe_reps = 0;
-  int64_t moe_tokens = 0;        // MoE tokens per rank; 0 = the workload default (4096); default 0
-  int64_t tile_rows = 64;        // OpConfig::tile_rows of every op; default 64
+  int64_t moe_tokens = 0;  // MoE tokens per rank; 0 = the workload default (4096); default 0
+  int64_t tile_rows = 64;  // OpConfig::tile_rows of every op; default 64
 
   nlohmann::json ToJson() const;
   static Result<OverlapBenchConfig> FromJson(const nlohmann::json& j);
@@ -95,8 +98,10 @@ Status ValidateConfig(const OverlapBenchConfig& config);
 // ((256, 1024, 256); MoE hidden 512, ffn 1024, 1024 tokens), or with `tiny` (tests) (64, 256,
 // 128) and MoE hidden 128, ffn 256, 128 tokens.
 std::vector<BenchWorkload> MakeWorkloads(const OverlapBenchConfig& config);
-// sequential, decomposed, fused_s<S> for every S in config.splits, auto (S = the middle split).
-std::vector<BenchVariant> MakeVariants(const OverlapBenchConfig& config);
+// sequential, decomposed, fused_s<S> for every S in config.splits, for MoE layers_s<S> at the
+// middle split (the per-layer fused schedule beside the cross-layer one), auto (S = the middle
+// split).
+std::vector<BenchVariant> MakeVariants(const OverlapBenchConfig& config, BenchOp op);
 
 // Symmetric-heap bytes one rank needs to hold every variant of `w` at once (with slack).
 int64_t HeapBytesFor(const BenchWorkload& w, const OverlapBenchConfig& config);

@@ -75,12 +75,19 @@ TEST(BenchConfig, WorkloadsVariantsAndRoundTrip) {
   EXPECT_EQ(w[6].routing, RoutingKind::kUniform);
   EXPECT_EQ(w[7].routing, RoutingKind::kZipf);
   EXPECT_EQ(w[7].tokens, 4096);
-  std::vector<BenchVariant> v = MakeVariants(c);
+  std::vector<BenchVariant> v = MakeVariants(c, BenchOp::kAgGemm);
   ASSERT_EQ(v.size(), 8u);
   EXPECT_EQ(v[0].Name(), "sequential");
   EXPECT_EQ(v[2].Name(), "fused_s1");
   EXPECT_EQ(v[7].Name(), "auto");
   EXPECT_EQ(v[7].splits, 4);
+  // MoE adds the per-layer fused schedule at the middle split beside the cross-layer ones.
+  std::vector<BenchVariant> moe = MakeVariants(c, BenchOp::kMoe);
+  ASSERT_EQ(moe.size(), 9u);
+  EXPECT_EQ(moe[6].Name(), "fused_s16");
+  EXPECT_EQ(moe[7].Name(), "layers_s4");
+  EXPECT_FALSE(moe[7].cross_layer);
+  EXPECT_EQ(moe[8].Name(), "auto");
   c.quick = true;
   c.ratios = {1};
   EXPECT_TRUE(c.calibrate_each_arm);  // default: re-measure t_comp before every paced arm

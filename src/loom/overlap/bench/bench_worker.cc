@@ -19,8 +19,7 @@
 #include "loom/overlap/link/link_proxy.h"
 #include "loom/overlap/ops/ag_gemm.h"
 #include "loom/overlap/ops/gemm_rs.h"
-#include "loom/overlap/ops/moe_layer0.h"
-#include "loom/overlap/ops/moe_layer1.h"
+#include "loom/overlap/ops/moe_pair.h"
 #include "loom/overlap/ops/moe_routing.h"
 #include "loom/overlap/ops/op_stats.h"
 #include "loom/overlap/runtime/runtime.h"
@@ -97,74 +96,48 @@ class GemmOpDriver final : public Driver {
   WorkloadData* d_;
 };
 
-// Layer-1 stats added into layer 0's (times and link counters; the mode of layer 0 kept).
-OpRunStats AddStats(OpRunStats a, const OpRunStats& b) {
-  a.wall_s += b.wall_s;
-  a.compute_s += b.compute_s;
-  a.wait_s += b.wait_s;
-  a.comm_s += b.comm_s;
-  a.thread_cpu_s += b.thread_cpu_s;
-  a.link.messages += b.link.messages;
-  a.link.bytes += b.link.bytes;
-  a.link.busy_s += b.link.busy_s;
-  a.link.thread_cpu_s += b.link.thread_cpu_s;
-  a.link.max_late_s = std::max(a.link.max_late_s, b.link.max_late_s);
-  return a;
-}
-
+// The MoE block (MoePair): layer 0 + layer 1, layer by layer or cross-layer (variant).
 class MoeDriver final : public Driver {
  public:
   MoeDriver(Runtime* rt, LinkProxy* proxy, const BenchVariant& v, const OverlapBenchConfig& c,
             WorkloadData* d)
-      : l0_(rt, proxy, d->moe, Options<MoeLayer0Options>(v, c)),
-        l1_(rt, proxy, d->moe, Options<MoeLayer1OpOptions>(v, c)),
+      : moe_(rt, proxy, d->moe,
+             MoePairOptions{.op = MakeOpConfig(v, c),
+                            .cross_layer = v.cross_layer,
+                            .decomposed_chunks = 2,
+                            .gemm = {}}),
         d_(d) {}
-  Status Prepare() override {
-    LOOM_RETURN_IF_ERROR(l0_.Prepare(d_->w1.data()));
-    return l1_.Prepare(d_->w2.data());
-  }
+  Status Prepare() override { return moe_.Prepare(d_->w1.data(), d_->w2.data()); }
   Result<OpRunStats> Run() override {
-    LOOM_ASSIGN_OR_RETURN(OpRunStats s0, l0_.Run(d_->x.data(), d_->routing, d_->h.data()));
-    LOOM_ASSIGN_OR_RETURN(OpRunStats s1, l1_.Run(d_->h.data(), d_->routing, d_->y.data()));
-    return Keep(s0, s1);
+    return moe_.Run(d_->x.data(), d_->routing, d_->h.data(), d_->y.data());
   }
   Result<OpRunStats> ComputeOnly() override {
-    LOOM_ASSIGN_OR_RETURN(OpRunStats s0, l0_.RunComputeOnly(d_->h.data()));
-    LOOM_ASSIGN_OR_RETURN(OpRunStats s1, l1_.RunComputeOnly(d_->h.data(), d_->y.data()));
-    return Keep(s0, s1);
+    return moe_.RunComputeOnly(d_->h.data(), d_->y.data());
   }
-  Result<OpRunStats> CommOnly() override {
-    LOOM_ASSIGN_OR_RETURN(OpRunStats s0, l0_.RunCommOnly(d_->x.data(), d_->routing));
-    LOOM_ASSIGN_OR_RETURN(OpRunStats s1, l1_.RunCommOnly(d_->routing));
-    return Keep(s0, s1);
-  }
+  Result<OpRunStats> CommOnly() override { return moe_.RunCommOnly(d_->x.data(), d_->routing); }
+  // Each layer's wall, compute, wait and link-busy time of the last Run (cross-layer: layer 0 =
+  // its tiles, layer 1 = the rest, see MoePairParts), and the cross-layer fill.
   json Parts() const override {
+    const MoePairParts& parts = moe_.parts();
     json p;
     for (int i = 0; i < 2; ++i) {
       const std::string l = "layer" + std::to_string(i);
-      p[l + "_s"] = layer_[i].wall_s;
-      p[l + "_compute_s"] = layer_[i].compute_s;
-      p[l + "_wait_s"] = layer_[i].wait_s;
-      p[l + "_link_busy_s"] = layer_[i].link.busy_s;
+      p[l + "_s"] = parts.layer[i].wall_s;
+      p[l + "_compute_s"] = parts.layer[i].compute_s;
+      p[l + "_wait_s"] = parts.layer[i].wait_s;
+      p[l + "_link_busy_s"] = parts.layer[i].link.busy_s;
+    }
+    if (parts.cross_layer) {
+      p["fill_s"] = parts.fill_s;
+      p["fill_tiles"] = parts.fill_tiles;
     }
     return p;
   }
-  std::string Resolved() const override {
-    return std::string(OverlapModeName(l0_.resolved_mode())) + "/" +
-           std::string(OverlapModeName(l1_.resolved_mode()));
-  }
+  std::string Resolved() const override { return moe_.resolved(); }
 
  private:
-  OpRunStats Keep(const OpRunStats& s0, const OpRunStats& s1) {
-    layer_[0] = s0;
-    layer_[1] = s1;
-    return AddStats(s0, s1);
-  }
-
-  MoeLayer0 l0_;
-  MoeLayer1 l1_;
+  MoePair moe_;
   WorkloadData* d_;
-  OpRunStats layer_[2];  // the last call's layers
 };
 
 std::unique_ptr<Driver> MakeDriver(Runtime* rt, LinkProxy* proxy, const BenchWorkload& w,
@@ -305,8 +278,8 @@ Result<ArmSetup> SetUpArm(Runtime* rt, const BenchWorkload& w,
     LOOM_RETURN_IF_ERROR(rt->barrier_all("bench overlap: arm warm-up " + variants[i].Name()));
     Status st = s.drivers[i]->Run().status();
     if (!st.ok()) {
-      return Status(st.code(),
-                    w.Name() + " " + label + " " + variants[i].Name() + " warm-up: " + st.message());
+      return Status(st.code(), w.Name() + " " + label + " " + variants[i].Name() +
+                                   " warm-up: " + st.message());
     }
   }
   return s;
@@ -448,12 +421,15 @@ Result<json> RunArm(Runtime* rt, const BenchWorkload& w, const std::vector<Bench
 Result<json> RunWorkload(Runtime* rt, const BenchWorkload& w, const OverlapBenchConfig& c,
                          bool progress) {
   LOOM_ASSIGN_OR_RETURN(WorkloadData d, MakeData(w, c, rt->rank()));
-  const std::vector<BenchVariant> variants = MakeVariants(c);
+  const std::vector<BenchVariant> variants = MakeVariants(c, w.op);
   const size_t ref_index = variants.size() - 1;  // auto's S; fused reference below
   BenchVariant ref{OverlapMode::kFused, variants[ref_index].splits};
   size_t ref_fused = 0;
   for (size_t i = 0; i < variants.size(); ++i) {
-    if (variants[i].mode == OverlapMode::kFused && variants[i].splits == ref.splits) ref_fused = i;
+    if (variants[i].mode == OverlapMode::kFused && variants[i].splits == ref.splits &&
+        variants[i].cross_layer) {
+      ref_fused = i;
+    }
   }
   LOOM_ASSIGN_OR_RETURN(Calibration cal, Calibrate(rt, w, ref, c, &d));
   json out = {{"workload", w.ToJson()},

@@ -16,7 +16,6 @@ namespace {
 using nlohmann::json;
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-
 json QuartilesJson(const std::vector<double>& v) {
   Quartiles q = ComputeQuartiles(v);
   return {{"median", JsonNumber(q.median)},
@@ -46,6 +45,7 @@ OverlapMode ModeOf(const std::string& resolved) {
 
 int SplitsOf(const std::string& variant, int auto_splits) {
   if (variant.rfind("fused_s", 0) == 0) return std::atoi(variant.c_str() + 7);
+  if (variant.rfind("layers_s", 0) == 0) return std::atoi(variant.c_str() + 8);
   return variant == "auto" ? auto_splits : 1;
 }
 
@@ -109,18 +109,19 @@ json AnalyzeArm(const json& arm, BenchOp op, int world, double max_steal,
       frac_var.push_back(VariantIdealSeconds(op, mode, splits, tc[i], tm[i], world) / tx[i]);
       duty.push_back(tx[i] > 0 ? proxy[i] / tx[i] : kNaN);
     }
-    json m = {{"t_x_s", QuartilesJson(tx)},
-              {"efficiency", JsonNumber(Quantile(e, 0.5))},
-              {"exposed_comm_s", JsonNumber(Quantile(exposed, 0.5))},
-              {"speedup_vs_sequential", JsonNumber(Quantile(Ratios(seq, tx), 0.5))},
-              {"speedup_vs_decomposed", JsonNumber(Quantile(Ratios(dec, tx), 0.5))},
-              {"fraction_of_ideal", JsonNumber(Quantile(frac, 0.5))},
-              {"fraction_of_variant_ideal", JsonNumber(Quantile(frac_var, 0.5))},
-              {"variant_ideal_s", JsonNumber(VariantIdealSeconds(op, mode, splits, Med(out["t_comp_s"]),
-                                                          Med(out["t_comm_s"]), world))},
-              {"proxy_duty", JsonNumber(Quantile(duty, 0.5))},
-              {"mode_run", mode_name},
-              {"per_trial", {{"t_x_s", tx}, {"efficiency", e}}}};
+    json m = {
+        {"t_x_s", QuartilesJson(tx)},
+        {"efficiency", JsonNumber(Quantile(e, 0.5))},
+        {"exposed_comm_s", JsonNumber(Quantile(exposed, 0.5))},
+        {"speedup_vs_sequential", JsonNumber(Quantile(Ratios(seq, tx), 0.5))},
+        {"speedup_vs_decomposed", JsonNumber(Quantile(Ratios(dec, tx), 0.5))},
+        {"fraction_of_ideal", JsonNumber(Quantile(frac, 0.5))},
+        {"fraction_of_variant_ideal", JsonNumber(Quantile(frac_var, 0.5))},
+        {"variant_ideal_s", JsonNumber(VariantIdealSeconds(op, mode, splits, Med(out["t_comp_s"]),
+                                                           Med(out["t_comm_s"]), world))},
+        {"proxy_duty", JsonNumber(Quantile(duty, 0.5))},
+        {"mode_run", mode_name},
+        {"per_trial", {{"t_x_s", tx}, {"efficiency", e}}}};
     const double med = Med(m["t_x_s"]);
     if (v.rfind("fused_s", 0) == 0 && med < best_fused_t) {
       best_fused_t = med;
@@ -295,7 +296,8 @@ json BuildOverlapSummary(const json& report, double tile_gemm_ratio) {
     const json* w = FirstWorkload(report, op);
     const json* arm = w ? ArmAt(*w, 1.0) : nullptr;
     const std::string key = std::string(op) + "_fused_vs_decomposed_R1";
-    s[key] = arm ? JsonNumber(VariantMetric(*arm, "fused_best", "speedup_vs_decomposed")) : json(nullptr);
+    s[key] = arm ? JsonNumber(VariantMetric(*arm, "fused_best", "speedup_vs_decomposed"))
+                 : json(nullptr);
     s[std::string(op) + "_efficiency_R1"] =
         arm ? JsonNumber(VariantMetric(*arm, "fused_best", "efficiency")) : json(nullptr);
     s[std::string(op) + "_fraction_of_ideal_R1"] =
@@ -312,6 +314,24 @@ json BuildOverlapSummary(const json& report, double tile_gemm_ratio) {
             : json(nullptr);
     s[key + "_in_band"] = PooledInBand(report, op, 1.0);
   }
+  // MoE: the per-layer fused schedule over the cross-layer one at the same S (> 1: cross-layer
+  // faster), every MoE workload's R = 1 arm, and the per-layer schedule's own speedup.
+  json cross = json::object();
+  for (const json& w : report["workloads"]) {
+    const json* arm = w["workload"]["op"] == "moe" ? ArmAt(w, 1.0) : nullptr;
+    if (!arm) continue;
+    for (const auto& [name, v] : (*arm)["metrics"]["variants"].items()) {
+      if (name.rfind("layers_s", 0) != 0) continue;
+      std::string fused = "fused_s";  // piecewise: GCC 12 -Wrestrict
+      fused += name.substr(8);
+      cross[w["workload"]["name"].get<std::string>()] = {
+          {"splits", std::atoi(name.c_str() + 8)},
+          {"per_layer_over_cross_layer",
+           JsonNumber(Med(v["t_x_s"]) / VariantMetric(*arm, fused, "t_x"))},
+          {"per_layer_vs_decomposed", v["speedup_vs_decomposed"]}};
+    }
+  }
+  s["moe_cross_layer_R1"] = cross.empty() ? json(nullptr) : cross;
   s["tile_gemm_vs_openblas"] = JsonNumber(tile_gemm_ratio);
   // auto / fused vs the better of sequential and decomposed, worst over every arm.
   double auto_worst = kNaN, fused_worst = kNaN;
@@ -390,14 +410,16 @@ std::string FormatOwnRatio(const json& w) {
     const json& own = arm["metrics"]["own_ratio"];
     const json& rs = own["r_trial_stats"];
     out += "\n    " + arm["label"].get<std::string>() + ": R own " + Fx(JsonDouble(rs, "median")) +
-           " (IQR " + Fx(JsonDouble(rs, "p25")) + "-" + Fx(JsonDouble(rs, "p75")) + "), round compute max/min " +
-           Fx(JsonDouble(own["round_compute_spread"], "median")) + ";";
+           " (IQR " + Fx(JsonDouble(rs, "p25")) + "-" + Fx(JsonDouble(rs, "p75")) +
+           "), round compute max/min " + Fx(JsonDouble(own["round_compute_spread"], "median")) +
+           ";";
     for (const auto& [name, p] : own["pairs"].items()) {
       if (name == "fused_best") continue;
       const json& in = p["in_band"];
       out += " S=" + name.substr(7) + " R_pair " + Fx(JsonDouble(p["r_pair_stats"], "median")) +
-             " f/dec " + Fx(JsonDouble(p, "measured_median")) + " cf " + Fx(JsonDouble(p, "closed_form_median")) +
-             " x/cf " + Fx(JsonDouble(p, "vs_closed_form_median")) + " x/cf(own t_c) " +
+             " f/dec " + Fx(JsonDouble(p, "measured_median")) + " cf " +
+             Fx(JsonDouble(p, "closed_form_median")) + " x/cf " +
+             Fx(JsonDouble(p, "vs_closed_form_median")) + " x/cf(own t_c) " +
              Fx(JsonDouble(p, "vs_closed_form_own_tc_median")) + " [in " +
              Fx(own["band"][0].get<double>()) + "-" + Fx(own["band"][1].get<double>()) + ": n " +
              std::to_string(in.value("n", 0)) + " f/dec " + Fx(JsonDouble(in, "measured_median")) +
@@ -440,7 +462,8 @@ std::string FormatWorkload(const json& w) {
                                   : arm["label"].get<std::string>();
     const double best_sd = std::min(tx("sequential"), tx("decomposed"));
     const json own = m.value("own_ratio", json::object());
-    const double own_r = own.contains("r_trial_stats") ? JsonDouble(own["r_trial_stats"], "median") : kNaN;
+    const double own_r =
+        own.contains("r_trial_stats") ? JsonDouble(own["r_trial_stats"], "median") : kNaN;
     // Not for the unlimited arm: its closed form is 1 (nothing to hide) and the ratio is noise.
     const double own_cf =
         arm["ratio"].is_number() && own.contains("pairs") && own["pairs"].contains("fused_best")
@@ -460,9 +483,11 @@ std::string FormatWorkload(const json& w) {
             .c_str(),
         Fx(vs.contains("fused_best") ? JsonDouble(vs["fused_best"], "speedup_vs_sequential") : kNaN)
             .c_str(),
-        Fx(vs.contains("fused_best") ? JsonDouble(vs["fused_best"], "fraction_of_ideal") : kNaN).c_str(),
+        Fx(vs.contains("fused_best") ? JsonDouble(vs["fused_best"], "fraction_of_ideal") : kNaN)
+            .c_str(),
         Fx(tx("auto") / best_sd).c_str(),
-        Fx(vs.contains("fused_best") ? JsonDouble(vs["fused_best"], "proxy_duty") : kNaN, "%.3f").c_str(),
+        Fx(vs.contains("fused_best") ? JsonDouble(vs["fused_best"], "proxy_duty") : kNaN, "%.3f")
+            .c_str(),
         (std::to_string(m.value("dropped_trials", 0)) + "/" + std::to_string(arm["trials"].size()))
             .c_str(),
         Fx(own_r).c_str(), Fx(own_cf).c_str());
@@ -475,8 +500,10 @@ std::string FormatWorkload(const json& w) {
            Fx(JsonDouble(arm["metrics"], "ratio_measured")) + ", steal " +
            Fx(100 * Med(arm["metrics"]["steal"]), "%.1f") + "%):";
     for (const auto& [name, v] : arm["metrics"]["variants"].items()) {
-      if (name.rfind("fused_s", 0) != 0) continue;
-      out += " S=" + name.substr(7) + " " + Ms(Med(v["t_x_s"]));
+      if (name.rfind("fused_s", 0) == 0) out += " S=" + name.substr(7) + " " + Ms(Med(v["t_x_s"]));
+      if (name.rfind("layers_s", 0) == 0) {
+        out += " per-layer S=" + name.substr(8) + " " + Ms(Med(v["t_x_s"]));
+      }
     }
   }
   out += "\n" + FormatOwnRatio(w);

@@ -101,11 +101,10 @@ Status MoeLayer0::Dispatch(const float* x, const Routing& routing, OpRunStats& s
   const int64_t H = shape_.hidden;
   const uint32_t epoch = ++epoch_;
   const std::string what = "moe_layer0 rank " + std::to_string(me) + ": routing exchange";
-  LOOM_ASSIGN_OR_RETURN(std::vector<Routing> all,
-                        exchange_.Exchange(routing, ConfigHash(), epoch, what));
-  layout_ = BuildRecvLayout(shape_, me, all, options_.op.tile_rows);
+  LOOM_ASSIGN_OR_RETURN(routings_, exchange_.Exchange(routing, ConfigHash(), epoch, what));
+  layout_ = BuildRecvLayout(shape_, me, routings_, options_.op.tile_rows);
   have_layout_ = true;
-  const std::vector<int64_t> counts = CountAll(shape_, all);
+  const std::vector<int64_t> counts = CountAll(shape_, routings_);
   const int64_t start_ns = NowNanos();
   double link_s = 0;  // modelled completion of the last outgoing message
   for (int i = 1; i <= W; ++i) {
@@ -181,7 +180,8 @@ Status MoeLayer0::WaitSource(int src, int s_beg, int s_end, OpRunStats& stats) {
   return OkStatus();
 }
 
-Status MoeLayer0::WaitTile(const MoeTile& tile, OpRunStats& stats, TileTrace* trace) {
+template <typename Fn>
+void MoeLayer0::ForEachTileChunks(const MoeTile& tile, Fn&& fn) const {
   const int S = Splits();
   const int le = tile.local_expert, W = shape_.world;
   for (int j = std::max(1, tile.seg_beg); j <= tile.seg_end; ++j) {
@@ -191,15 +191,33 @@ Status MoeLayer0::WaitTile(const MoeTile& tile, OpRunStats& stats, TileTrace* tr
     const int64_t hi = std::min(tile.row0 + tile.rows, s0 + n_seg) - s0;  // exclusive
     if (lo >= hi) continue;
     const int64_t n = layout_.RowsFrom(src), off = layout_.ChunkOffset(src, le);
-    const int s_beg = SplitOf(n, S, off + lo), s_end = SplitOf(n, S, off + hi - 1);
-    LOOM_RETURN_IF_ERROR(WaitSource(src, s_beg, s_end, stats));
+    fn(src, SplitOf(n, S, off + lo), SplitOf(n, S, off + hi - 1));
+  }
+}
+
+Status MoeLayer0::WaitTile(const MoeTile& tile, OpRunStats& stats, TileTrace* trace) {
+  Status status;
+  ForEachTileChunks(tile, [&](int src, int s_beg, int s_end) {
+    if (!status.ok()) return;
+    status = WaitSource(src, s_beg, s_end, stats);
     if (trace != nullptr) {
       trace->src_rank = src;
       trace->chunk_beg = s_beg;
       trace->chunk_end = s_end;
     }
-  }
-  return OkStatus();
+  });
+  return status;
+}
+
+bool MoeLayer0::TileArrived(const MoeTile& tile) const {
+  const int S = Splits(), me = rt_->rank();
+  bool arrived = true;
+  ForEachTileChunks(tile, [&](int src, int s_beg, int s_end) {
+    for (int s = s_beg; s <= s_end && arrived; ++s) {
+      arrived = seen_[src * S + s] || rt_->signal_value(data_sig_ + src * S + s, me) >= epoch_;
+    }
+  });
+  return arrived;
 }
 
 void MoeLayer0::GemmRows(int le, int64_t row0, int64_t rows, float* h) const {

@@ -88,10 +88,17 @@ class MoeLayer0 {
   uint64_t ConfigHash() const;
 
  private:
+  friend class MoePair;  // runs layer 0's steps interleaved with layer 1's (moe_pair.h)
+
   int Splits() const { return resolved_ == OverlapMode::kFused ? options_.op.splits : 1; }
   Status Dispatch(const float* x, const Routing& routing, OpRunStats& stats);
   Status WaitSource(int src, int s_beg, int s_end, OpRunStats& stats);
   Status WaitTile(const MoeTile& tile, OpRunStats& stats, TileTrace* trace);
+  // Whether every chunk `tile` needs has arrived (a poll: no wait, no bookkeeping).
+  bool TileArrived(const MoeTile& tile) const;
+  // fn(src, s_beg, s_end) for every remote source of `tile`'s rows: the chunks covering them.
+  template <typename Fn>
+  void ForEachTileChunks(const MoeTile& tile, Fn&& fn) const;
   Status Compute(OverlapMode mode, bool wait, float* h, OpRunStats& stats);
   void GemmRows(int le, int64_t row0, int64_t rows, float* h) const;
   Status ResolveAuto();
@@ -111,6 +118,7 @@ class MoeLayer0 {
   SignalId data_sig_ = -1;  // W·splits: chunk s from source src = src·splits + s
   uint32_t epoch_ = 0;
   RecvLayout layout_;
+  std::vector<Routing> routings_;            // every rank's routing of the last call
   std::vector<std::vector<float>> staging_;  // per dest: gathered rows being sent
   std::vector<uint8_t> seen_;                // per channel: already waited this call
   LinkStats link_before_;

@@ -179,10 +179,22 @@ Status MoeLayer1::ResolveAuto() {
 }
 
 Status MoeLayer1::BeginCall(const Routing& routing) {
-  const int me = rt_->rank(), W = shape_.world;
+  const int me = rt_->rank();
   const uint32_t epoch = ++epoch_;
   const std::string what = "moe_layer1 rank " + std::to_string(me) + ": routing exchange";
   LOOM_ASSIGN_OR_RETURN(routings_, exchange_.Exchange(routing, ConfigHash(), epoch, what));
+  SetUpCall();
+  return OkStatus();
+}
+
+void MoeLayer1::BeginCallWith(std::vector<Routing> all) {
+  ++epoch_;
+  routings_ = std::move(all);
+  SetUpCall();
+}
+
+void MoeLayer1::SetUpCall() {
+  const int me = rt_->rank(), W = shape_.world;
   layout_ = BuildRecvLayout(shape_, me, routings_, options_.op.tile_rows);
   have_layout_ = true;
   packed_offset_.resize(layout_.tiles.size());
@@ -214,7 +226,6 @@ Status MoeLayer1::BeginCall(const Routing& routing) {
     }
     c.begin.push_back(static_cast<int64_t>(c.row.size()));
   }
-  return OkStatus();
 }
 
 MoeLayer1::APack MoeLayer1::PackFor(int chunk, int chunks) {
@@ -226,59 +237,64 @@ MoeLayer1::APack MoeLayer1::PackFor(int chunk, int chunks) {
 // chunk), so packed_h_ needs no synchronisation beyond the chunk order of one worker.
 void MoeLayer1::GemmColumns(const float* h, int64_t c0, int64_t c1, int worker, int workers,
                             APack pack) {
-  const int64_t H = shape_.hidden, F = shape_.ffn;
-  for (size_t i = worker; i < layout_.tiles.size(); i += workers) {
-    const MoeTile& t = layout_.tiles[i];
-    const TileGemm& g = gemm_[t.local_expert];
-    float* y = y_rows_.data() + t.row0 * H;
-    if (pack == APack::kPerCall) {
-      g.Run(h + t.row0 * F, F, t.rows, y, H, c0, c1);
-      continue;
-    }
-    float* a = packed_h_.data() + packed_offset_[i];
-    if (pack == APack::kPackOnce) g.PackA(h + t.row0 * F, F, t.rows, a);
-    g.RunPackedA(a, t.rows, y, H, c0, c1);
-  }
+  for (size_t i = worker; i < layout_.tiles.size(); i += workers) GemmTile(i, h, c0, c1, pack);
 }
 
-// Top-k weighted reduce of column chunk `chunk` for every destination (self last), staged
-// split-major ([n_tokens × width] at n_tokens · c0) and pushed to the owner when `send`.
+void MoeLayer1::GemmTile(size_t i, const float* h, int64_t c0, int64_t c1, APack pack) {
+  const int64_t H = shape_.hidden, F = shape_.ffn;
+  const MoeTile& t = layout_.tiles[i];
+  const TileGemm& g = gemm_[t.local_expert];
+  float* y = y_rows_.data() + t.row0 * H;
+  if (pack == APack::kPerCall) {
+    g.Run(h + t.row0 * F, F, t.rows, y, H, c0, c1);
+    return;
+  }
+  float* a = packed_h_.data() + packed_offset_[i];
+  if (pack == APack::kPackOnce) g.PackA(h + t.row0 * F, F, t.rows, a);
+  g.RunPackedA(a, t.rows, y, H, c0, c1);
+}
+
+// Top-k weighted reduce of column chunk `chunk` for every destination (self last).
 void MoeLayer1::CombineChunk(int chunk, int chunks, bool send, OpRunStats* stats) {
   const int me = rt_->rank(), W = shape_.world;
+  for (int i = 1; i <= W; ++i) CombineDest((me + i) % W, chunk, chunks, send, stats);
+}
+
+// Destination `d`'s part of CombineChunk: staged split-major ([n_tokens × width] at
+// n_tokens · c0) and pushed to the owner when `send` (own tokens: written in place).
+void MoeLayer1::CombineDest(int d, int chunk, int chunks, bool send, OpRunStats* stats) {
+  const int me = rt_->rank();
   const int64_t H = shape_.hidden, T = shape_.tokens_per_rank;
   const int64_t c0 = SplitBegin(H, chunks, chunk), c1 = SplitBegin(H, chunks, chunk + 1);
   const int64_t width = c1 - c0;
-  for (int i = 1; i <= W; ++i) {
-    const int d = (me + i) % W;
-    const Combine& c = combine_[d];
-    const int64_t n = static_cast<int64_t>(c.tokens.size());
-    float* slot = partial_ + me * T * H + n * c0;  // symmetric: slot `me` on the owner
-    float* out = d == me ? slot : staging_[d].data() + n * c0;
-    for (int64_t q = 0; q < n; ++q) {
-      float* o = out + q * width;
-      std::fill(o, o + width, 0.f);
-      for (int64_t k = c.begin[q]; k < c.begin[q + 1]; ++k) {
-        const float g = c.gate[k];
-        const float* y = y_rows_.data() + c.row[k] * H + c0;
-        for (int64_t j = 0; j < width; ++j) o[j] += g * y[j];
-      }
+  const Combine& c = combine_[d];
+  const int64_t n = static_cast<int64_t>(c.tokens.size());
+  float* slot = partial_ + me * T * H + n * c0;  // symmetric: slot `me` on the owner
+  float* out = d == me ? slot : staging_[d].data() + n * c0;
+  for (int64_t q = 0; q < n; ++q) {
+    float* o = out + q * width;
+    std::fill(o, o + width, 0.f);
+    for (int64_t k = c.begin[q]; k < c.begin[q + 1]; ++k) {
+      const float g = c.gate[k];
+      const float* y = y_rows_.data() + c.row[k] * H + c0;
+      for (int64_t j = 0; j < width; ++j) o[j] += g * y[j];
     }
-    if (d == me || !send) continue;
-    CopyDesc desc{.dst = slot,
-                  .src = out,
-                  .bytes = n * width * 4,
-                  .dst_rank = d,
-                  .signal = part_sig_ + me * MaxChunks() + chunk,
-                  .value = epoch_};
-    if (stats != nullptr && options_.op.record_trace) {
-      stats->chunks.push_back({.src_rank = me,
-                               .dst_rank = d,
-                               .chunk = chunk,
-                               .bytes = desc.bytes,
-                               .submit_ns = NowNanos()});
-    }
-    proxy_->Submit(desc);
   }
+  if (d == me || !send) return;
+  CopyDesc desc{.dst = slot,
+                .src = out,
+                .bytes = n * width * 4,
+                .dst_rank = d,
+                .signal = part_sig_ + me * MaxChunks() + chunk,
+                .value = epoch_};
+  if (stats != nullptr && options_.op.record_trace) {
+    stats->chunks.push_back({.src_rank = me,
+                             .dst_rank = d,
+                             .chunk = chunk,
+                             .bytes = desc.bytes,
+                             .submit_ns = NowNanos()});
+  }
+  proxy_->Submit(desc);
 }
 
 Status MoeLayer1::RunFused(const float* h, bool send, OpRunStats& stats) {

@@ -101,17 +101,24 @@ class MoeLayer1 {
   uint64_t ConfigHash() const;
 
  private:
+  friend class MoePair;  // runs layer 1's steps interleaved with layer 0's (moe_pair.h)
+
   struct Combine;  // per destination: its tokens with their (row, gate) contributions
   int Chunks(OverlapMode mode) const;
   int MaxChunks() const;
   Status BeginCall(const Routing& routing);
+  // BeginCall with every rank's routing already exchanged (by layer 0 of the same call).
+  void BeginCallWith(std::vector<Routing> all);
+  void SetUpCall();  // layout, pack offsets and combine lists from routings_
   // How GemmColumns treats A (the tile's rows of h): pack it per call (one chunk: the whole N),
   // or, with N split into chunks, pack each tile once into packed_h_ at the first chunk and reuse
   // it for the others (re-packing A per 128-column chunk cost ~30 % of the layer's GEMM here).
   enum class APack { kPerCall, kPackOnce, kPrepacked };
   static APack PackFor(int chunk, int chunks);
   void GemmColumns(const float* h, int64_t c0, int64_t c1, int worker, int workers, APack pack);
+  void GemmTile(size_t i, const float* h, int64_t c0, int64_t c1, APack pack);  // tile i only
   void CombineChunk(int chunk, int chunks, bool send, OpRunStats* stats);
+  void CombineDest(int dest, int chunk, int chunks, bool send, OpRunStats* stats);
   Status RunFused(const float* h, bool send, OpRunStats& stats);
   Status ComputeAndCombine(OverlapMode mode, const float* h, bool send, OpRunStats& stats);
   Status WaitPartials(OverlapMode mode, OpRunStats& stats);
@@ -135,10 +142,10 @@ class MoeLayer1 {
   uint32_t epoch_ = 0;
   uint32_t split_epoch_ = 0;  // fused calls so far (epochs of the split signals)
   RecvLayout layout_;
-  std::vector<Routing> routings_;            // every rank's routing of the last call
-  std::vector<Combine> combine_;             // [dest]
-  std::vector<int64_t> from_tokens_;         // [src]: my tokens with ≥ 1 expert on src
-  std::vector<float> y_rows_;                // total_rows × hidden
+  std::vector<Routing> routings_;     // every rank's routing of the last call
+  std::vector<Combine> combine_;      // [dest]
+  std::vector<int64_t> from_tokens_;  // [src]: my tokens with ≥ 1 expert on src
+  std::vector<float> y_rows_;         // total_rows × hidden
   // Every tile's rows of h packed for its TileGemm (APack), tile i at packed_offset_[i].
   std::vector<float, internal::AlignedAllocator<float>> packed_h_;
   std::vector<int64_t> packed_offset_;

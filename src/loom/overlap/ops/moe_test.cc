@@ -18,93 +18,13 @@
 #include "loom/overlap/ops/moe_layer0.h"
 #include "loom/overlap/ops/moe_layer1.h"
 #include "loom/overlap/ops/moe_routing.h"
+#include "loom/overlap/ops/moe_test_util.h"
 #include "loom/overlap/runtime/runtime.h"
 
 namespace loom::overlap {
 namespace {
 
-MoeOpShape SmallShape(int world) {
-  return {.world = world,
-          .num_experts = world == 3 ? 6 : 8,
-          .top_k = 2,
-          .tokens_per_rank = 37,
-          .hidden = 24,
-          .ffn = 40};
-}
-
-std::vector<float> RandomVector(int64_t n, uint64_t seed, float scale) {
-  PhiloxStream rng(seed, 0);
-  std::vector<float> v(static_cast<size_t>(n));
-  for (float& x : v) x = rng.NextNormal() * scale;
-  return v;
-}
-
-// Runs fn(rank, runtime, proxy) on `world` threads over thread-mode runtimes and started proxies.
-std::vector<Status> RunRanks(int world, LinkOptions link,
-                             const std::function<Status(int, Runtime*, LinkProxy*)>& fn,
-                             std::chrono::milliseconds timeout = std::chrono::milliseconds(10000)) {
-  RuntimeOptions ro;
-  ro.heap_bytes = 8 << 20;
-  ro.timeout = timeout;
-  auto rts = CreateThreadRuntimes(world, ro);
-  LOOM_CHECK_OK(rts.status());
-  std::vector<std::unique_ptr<LinkProxy>> proxies;
-  for (int r = 0; r < world; ++r) {
-    proxies.push_back(std::make_unique<LinkProxy>((*rts)[r].get(), link));
-    LOOM_CHECK_OK(proxies.back()->Start());
-  }
-  std::vector<Status> out(static_cast<size_t>(world));
-  std::vector<std::thread> threads;
-  for (int r = 0; r < world; ++r) {
-    threads.emplace_back([&, r] { out[r] = fn(r, (*rts)[r].get(), proxies[r].get()); });
-  }
-  for (auto& t : threads) t.join();
-  for (auto& p : proxies) p->Stop();
-  return out;
-}
-
-LinkOptions PoisonLink() {
-  return {.bytes_per_second = 50e6, .latency_s = 0, .mode = LinkMode::kPoison};
-}
-
-// Global problem: routings, tokens and expert weights of every rank, and the reference.
-struct Problem {
-  MoeOpShape shape;
-  std::vector<Routing> routings;
-  std::vector<std::vector<float>> x, w1, w2;
-  MoeReference ref;
-
-  // Local experts' weights of `rank`, contiguous.
-  std::vector<float> Local(const std::vector<std::vector<float>>& w, int rank) const {
-    std::vector<float> out;
-    for (int le = 0; le < shape.experts_per_rank(); ++le) {
-      const auto& e = w[rank * shape.experts_per_rank() + le];
-      out.insert(out.end(), e.begin(), e.end());
-    }
-    return out;
-  }
-};
-
-Problem MakeProblem(const MoeOpShape& shape, const RoutingOptions& ro) {
-  Problem p;
-  p.shape = shape;
-  for (int r = 0; r < shape.world; ++r) {
-    auto routing = GenerateRouting(shape, r, ro);
-    LOOM_CHECK_OK(routing.status());
-    p.routings.push_back(*routing);
-    p.x.push_back(RandomVector(shape.tokens_per_rank * shape.hidden, 100 + r, 1.f));
-  }
-  for (int e = 0; e < shape.num_experts; ++e) {
-    p.w1.push_back(RandomVector(shape.hidden * shape.ffn, 200 + e, 1.f / std::sqrt(24.f)));
-    p.w2.push_back(RandomVector(shape.ffn * shape.hidden, 300 + e, 1.f / std::sqrt(40.f)));
-  }
-  p.ref = ComputeMoeReference(shape, p.routings, p.x, p.w1, p.w2);
-  return p;
-}
-
-bool Near(float got, float want) {
-  return std::fabs(got - want) <= 2e-4f + 2e-4f * std::fabs(want);
-}
+using namespace moe_testing;  // NOLINT: the shared fixtures
 
 // ---------------------------------------------------------------------------------------------
 // Routing.
