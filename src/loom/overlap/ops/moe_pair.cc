@@ -84,15 +84,17 @@ Result<OpRunStats> MoePair::Run(const float* x, const Routing& routing, float* h
 }
 
 Result<OpRunStats> MoePair::RunComputeOnly(float* h, float* y) {
-  LOOM_ASSIGN_OR_RETURN(OpRunStats s0, l0_.RunComputeOnly(h));
-  LOOM_ASSIGN_OR_RETURN(OpRunStats s1, l1_.RunComputeOnly(h, y));
-  return AddOpStats(s0, s1);
+  parts_ = {};
+  LOOM_ASSIGN_OR_RETURN(parts_.layer[0], l0_.RunComputeOnly(h));
+  LOOM_ASSIGN_OR_RETURN(parts_.layer[1], l1_.RunComputeOnly(h, y));
+  return AddOpStats(parts_.layer[0], parts_.layer[1]);
 }
 
 Result<OpRunStats> MoePair::RunCommOnly(const float* x, const Routing& routing) {
-  LOOM_ASSIGN_OR_RETURN(OpRunStats s0, l0_.RunCommOnly(x, routing));
-  LOOM_ASSIGN_OR_RETURN(OpRunStats s1, l1_.RunCommOnly(routing));
-  return AddOpStats(s0, s1);
+  parts_ = {};
+  LOOM_ASSIGN_OR_RETURN(parts_.layer[0], l0_.RunCommOnly(x, routing));
+  LOOM_ASSIGN_OR_RETURN(parts_.layer[1], l1_.RunCommOnly(routing));
+  return AddOpStats(parts_.layer[0], parts_.layer[1]);
 }
 
 Result<OpRunStats> MoePair::RunCrossLayer(const float* x, const Routing& routing, float* h,

@@ -51,7 +51,7 @@ struct MoePairOptions {
   TileGemmOptions gemm;           // micro-kernel choice; default auto
 };
 
-// Where the last call's time went.
+// Where the last call's time went (Run, RunComputeOnly or RunCommOnly).
 struct MoePairParts {
   bool cross_layer = false;
   // Layer by layer: each layer's own stats. Cross-layer: [0] = layer 0's tiles (wall: call

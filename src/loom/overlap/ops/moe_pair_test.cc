@@ -84,6 +84,20 @@ void RunPairCase(const PairCase& c) {
         }
       }
     }
+    // t_comp and t_comm references: the parts are then those calls' layers.
+    LOOM_ASSIGN_OR_RETURN(OpRunStats comp, moe.RunComputeOnly(h.data(), y.data()));
+    const MoePairParts cp = moe.parts();
+    if (cp.cross_layer || cp.layer[0].compute_s <= 0 || cp.layer[1].compute_s <= 0 ||
+        comp.wait_s != 0) {
+      fail += "compute-only parts; ";
+    }
+    LOOM_ASSIGN_OR_RETURN(OpRunStats comm, moe.RunCommOnly(problems.back().x[rank].data(),
+                                                           problems.back().routings[rank]));
+    const MoePairParts mp = moe.parts();
+    if (mp.cross_layer || mp.layer[0].compute_s != 0 || mp.layer[1].link.messages == 0 ||
+        comm.link.messages != mp.layer[0].link.messages + mp.layer[1].link.messages) {
+      fail += "comm-only parts; ";
+    }
     return OkStatus();
   });
   for (int r = 0; r < c.world; ++r) {
