@@ -380,8 +380,8 @@ Status MoeLayer1::WaitPartials(OverlapMode mode, OpRunStats& stats) {
   return OkStatus();
 }
 
-void MoeLayer1::SumPartials(bool include_remote, float* y) const {
-  const int me = rt_->rank(), W = shape_.world, C = Chunks(resolved_);
+void MoeLayer1::SumPartials(int chunks, bool include_remote, float* y) const {
+  const int me = rt_->rank(), W = shape_.world, C = chunks;
   const int64_t H = shape_.hidden, T = shape_.tokens_per_rank;
   std::fill(y, y + T * H, 0.f);
   for (int src = 0; src < W; ++src) {
@@ -419,7 +419,7 @@ Result<OpRunStats> MoeLayer1::Run(const float* h, const Routing& routing, float*
   LOOM_RETURN_IF_ERROR(Fail(ComputeAndCombine(resolved_, h, /*send=*/true, stats)));
   LOOM_RETURN_IF_ERROR(Fail(WaitPartials(resolved_, stats)));
   const int64_t t0 = NowNanos();
-  SumPartials(/*include_remote=*/true, y);
+  SumPartials(Chunks(resolved_), /*include_remote=*/true, y);
   stats.compute_s += Since(t0);
   const int64_t q0 = NowNanos();
   LOOM_RETURN_IF_ERROR(Fail(proxy_->Quiet("moe_layer1 combine", options_.op.timeout)));
@@ -438,7 +438,7 @@ Result<OpRunStats> MoeLayer1::RunComputeOnly(const float* h, float* y) {
   OpRunStats stats = StartOpStats(resolved_);
   const double cpu0 = ThreadCpuSeconds();
   LOOM_RETURN_IF_ERROR(Fail(ComputeAndCombine(resolved_, h, /*send=*/false, stats)));
-  SumPartials(/*include_remote=*/false, y);
+  SumPartials(Chunks(resolved_), /*include_remote=*/false, y);
   FinishOpStats(stats, cpu0);
   return stats;
 }

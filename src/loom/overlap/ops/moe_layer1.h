@@ -122,7 +122,8 @@ class MoeLayer1 {
   Status RunFused(const float* h, bool send, OpRunStats& stats);
   Status ComputeAndCombine(OverlapMode mode, const float* h, bool send, OpRunStats& stats);
   Status WaitPartials(OverlapMode mode, OpRunStats& stats);
-  void SumPartials(bool include_remote, float* y) const;
+  // y = Σ of the partial sums staged in `chunks` column chunks (own slot; remote ones too).
+  void SumPartials(int chunks, bool include_remote, float* y) const;
   Status ResolveAuto();
   Status Fail(const Status& status) const;
 

@@ -52,9 +52,11 @@ MoePair::MoePair(Runtime* runtime, LinkProxy* proxy, MoeOpShape shape, MoePairOp
 bool MoePair::cross_layer() const {
   if (!options_.cross_layer) return false;
   if (options_.op.mode == OverlapMode::kFused) return true;
-  // Auto: where the simulator picked fused for both layers, so does the pair (after Prepare).
+  // Auto: where the simulator picked fused for layer 0 (after Prepare). Layer 1's own choice
+  // does not apply: it models layer 1 alone with a compute and a communication worker, while
+  // the cross-layer schedule runs it on the calling thread, pipelined in S splits.
   return options_.op.mode == OverlapMode::kAuto && l0_.prepared_ && l1_.prepared_ &&
-         l0_.resolved_mode() == OverlapMode::kFused && l1_.resolved_mode() == OverlapMode::kFused;
+         l0_.resolved_mode() == OverlapMode::kFused;
 }
 
 std::string MoePair::resolved() const {
@@ -162,7 +164,7 @@ Result<OpRunStats> MoePair::RunCrossLayer(const float* x, const Routing& routing
   // 5. The owners' partial sums.
   LOOM_RETURN_IF_ERROR(Fail(l1_.WaitPartials(OverlapMode::kFused, p1)));
   t0 = NowNanos();
-  l1_.SumPartials(/*include_remote=*/true, y);
+  l1_.SumPartials(S, /*include_remote=*/true, y);
   p1.compute_s += Since(t0);
   const int64_t q0 = NowNanos();
   LOOM_RETURN_IF_ERROR(Fail(proxy_->Quiet("moe_pair dispatch + combine", options_.op.timeout)));
