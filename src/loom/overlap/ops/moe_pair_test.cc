@@ -37,12 +37,7 @@ std::string Name(const PairCase& c) {
 void RunPairCase(const PairCase& c) {
   SCOPED_TRACE(Name(c));
   const MoeOpShape shape = SmallShape(c.world);
-  std::vector<Problem> problems;
-  for (uint64_t seed : {c.routing.seed, c.routing.seed + 11}) {
-    RoutingOptions ro = c.routing;
-    ro.seed = seed;
-    problems.push_back(MakeProblem(shape, ro));
-  }
+  const std::vector<Problem> problems = TwoProblems(shape, c.routing);
   std::vector<std::string> failures(static_cast<size_t>(c.world));
   auto statuses = RunRanks(c.world, PoisonLink(), [&](int rank, Runtime* rt, LinkProxy* proxy) {
     MoePair moe(rt, proxy, shape,
@@ -64,25 +59,8 @@ void RunPairCase(const PairCase& c) {
       if (st.wall_s <= 0 || st.compute_s <= 0) fail += "stats not filled; ";
       if (moe.parts().cross_layer != cross) fail += "parts().cross_layer; ";
       if (cross && st.link.messages == 0 && c.world > 1) fail += "no link messages; ";
-      const RecvLayout& lay = moe.layout();
-      for (int64_t r = 0; r < lay.total_rows && fail.size() < 200; ++r) {
-        const RowRef& ref = lay.rows[r];
-        if (ref.src < 0) continue;
-        const float* want = &p.ref.h[ref.src][(ref.token * shape.top_k + ref.slot) * shape.ffn];
-        for (int64_t j = 0; j < shape.ffn; ++j) {
-          if (!Near(h[r * shape.ffn + j], want[j])) {
-            fail += "h row " + std::to_string(r) + " col " + std::to_string(j) + "; ";
-            break;
-          }
-        }
-      }
-      for (int64_t i = 0; i < shape.tokens_per_rank * shape.hidden && fail.size() < 400; ++i) {
-        if (!Near(y[i], p.ref.y[rank][i])) {
-          fail += "y[" + std::to_string(i) + "] " + std::to_string(y[i]) + " vs " +
-                  std::to_string(p.ref.y[rank][i]) + "; ";
-          break;
-        }
-      }
+      fail += CheckH(p, moe.layout(), h);
+      fail += CheckY(p, rank, y);
     }
     // t_comp and t_comm references: the parts are then those calls' layers.
     LOOM_ASSIGN_OR_RETURN(OpRunStats comp, moe.RunComputeOnly(h.data(), y.data()));
@@ -100,17 +78,12 @@ void RunPairCase(const PairCase& c) {
     }
     return OkStatus();
   });
-  for (int r = 0; r < c.world; ++r) {
-    EXPECT_TRUE(statuses[r].ok()) << "rank " << r << ": " << statuses[r];
-    EXPECT_EQ(failures[r], "") << "rank " << r;
-  }
+  ExpectRanksPassed(statuses, failures);
 }
 
 TEST(MoePairTest, EveryScheduleMatchesReference) {
-  const RoutingOptions uniform{.seed = 3};
-  const RoutingOptions zipf{.kind = RoutingKind::kZipf, .zipf_s = 1.5, .seed = 5};
-  const RoutingOptions empty{.seed = 9, .excluded_expert = 2};
-  for (const RoutingOptions& ro : {uniform, zipf, empty}) {
+  const RoutingOptions uniform = StandardRoutings()[0];
+  for (const RoutingOptions& ro : StandardRoutings()) {
     RunPairCase({2, ro, OverlapMode::kSequential, true, 4, 8});
     RunPairCase({2, ro, OverlapMode::kDecomposed, true, 4, 8});
     RunPairCase({2, ro, OverlapMode::kFused, false, 4, 8});
@@ -152,10 +125,8 @@ TEST(MoePairTest, CrossLayerFillsLayer0WaitsThenCombines) {
         LOOM_ASSIGN_OR_RETURN(stats[rank],
                               moe.Run(p.x[rank].data(), p.routings[rank], h.data(), y.data()));
         parts[rank] = moe.parts();
-        for (int64_t i = 0; i < shape.tokens_per_rank * shape.hidden; ++i) {
-          if (!Near(y[i], p.ref.y[rank][i])) return InternalError("y[" + std::to_string(i) + "]");
-        }
-        return OkStatus();
+        const std::string bad = CheckY(p, rank, y);
+        return bad.empty() ? OkStatus() : InternalError(bad);
       });
   for (int r = 0; r < 2; ++r) {
     ASSERT_TRUE(statuses[r].ok()) << "rank " << r << ": " << statuses[r];
@@ -197,12 +168,10 @@ std::vector<std::string> RunAuto(double tile_cost_s, double bytes_per_second) {
         LOOM_RETURN_IF_ERROR(
             moe.Run(p.x[rank].data(), p.routings[rank], h.data(), y.data()).status());
         if (moe.parts().cross_layer != moe.cross_layer()) return InternalError("parts()");
-        for (int64_t i = 0; i < shape.tokens_per_rank * shape.hidden; ++i) {
-          if (!Near(y[i], p.ref.y[rank][i])) return InternalError("y[" + std::to_string(i) + "]");
-        }
-        return OkStatus();
+        const std::string bad = CheckY(p, rank, y);
+        return bad.empty() ? OkStatus() : InternalError(bad);
       });
-  for (int r = 0; r < 2; ++r) EXPECT_TRUE(statuses[r].ok()) << "rank " << r << ": " << statuses[r];
+  ExpectRanksPassed(statuses, {});
   return resolved;
 }
 

@@ -234,12 +234,7 @@ std::string Name(const Case& c) {
 void RunCase(const Case& c) {
   SCOPED_TRACE(Name(c));
   const MoeOpShape shape = SmallShape(c.world);
-  std::vector<Problem> problems;
-  for (uint64_t seed : {c.routing.seed, c.routing.seed + 11}) {
-    RoutingOptions ro = c.routing;
-    ro.seed = seed;
-    problems.push_back(MakeProblem(shape, ro));
-  }
+  const std::vector<Problem> problems = TwoProblems(shape, c.routing);
   std::vector<std::string> failures(static_cast<size_t>(c.world));
   auto statuses = RunRanks(c.world, PoisonLink(), [&](int rank, Runtime* rt, LinkProxy* proxy) {
     const OpConfig op{.mode = c.mode, .splits = c.splits, .tile_rows = c.tile_rows};
@@ -259,41 +254,19 @@ void RunCase(const Case& c) {
     for (const Problem& p : problems) {
       LOOM_ASSIGN_OR_RETURN(OpRunStats s0, l0.Run(p.x[rank].data(), p.routings[rank], h.data()));
       if (c.mode != OverlapMode::kAuto && s0.mode_run != c.mode) fail += "layer0 mode; ";
-      const RecvLayout& lay = l0.layout();
-      for (int64_t r = 0; r < lay.total_rows && fail.size() < 200; ++r) {
-        const RowRef& ref = lay.rows[r];
-        if (ref.src < 0) continue;
-        const float* want = &p.ref.h[ref.src][(ref.token * shape.top_k + ref.slot) * shape.ffn];
-        for (int64_t j = 0; j < shape.ffn; ++j) {
-          if (!Near(h[r * shape.ffn + j], want[j])) {
-            fail += "h row " + std::to_string(r) + " col " + std::to_string(j) + ": " +
-                    std::to_string(h[r * shape.ffn + j]) + " vs " + std::to_string(want[j]) + "; ";
-            break;
-          }
-        }
-      }
+      fail += CheckH(p, l0.layout(), h);
       LOOM_ASSIGN_OR_RETURN(OpRunStats s1, l1.Run(h.data(), p.routings[rank], y.data()));
       if (s1.wall_s <= 0) fail += "layer1 wall_s; ";
-      for (int64_t i = 0; i < shape.tokens_per_rank * shape.hidden && fail.size() < 400; ++i) {
-        if (!Near(y[i], p.ref.y[rank][i])) {
-          fail += "y[" + std::to_string(i) + "] " + std::to_string(y[i]) + " vs " +
-                  std::to_string(p.ref.y[rank][i]) + "; ";
-          break;
-        }
-      }
+      fail += CheckY(p, rank, y);
     }
     return OkStatus();
   });
-  for (int r = 0; r < c.world; ++r) {
-    EXPECT_TRUE(statuses[r].ok()) << "rank " << r << ": " << statuses[r];
-    EXPECT_EQ(failures[r], "") << "rank " << r;
-  }
+  ExpectRanksPassed(statuses, failures);
 }
 
 TEST(MoeOpsTest, EveryModeMatchesReference) {
-  const RoutingOptions uniform{.seed = 3};
-  const RoutingOptions zipf{.kind = RoutingKind::kZipf, .zipf_s = 1.5, .seed = 5};
-  const RoutingOptions empty{.seed = 9, .excluded_expert = 2};
+  const std::vector<RoutingOptions> ro = StandardRoutings();
+  const RoutingOptions &uniform = ro[0], &zipf = ro[1], &empty = ro[2];
   std::vector<Case> cases;
   for (OverlapMode mode :
        {OverlapMode::kSequential, OverlapMode::kDecomposed, OverlapMode::kFused}) {

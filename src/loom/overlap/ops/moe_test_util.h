@@ -4,10 +4,13 @@
 // Thread-safety: RunRanks runs `fn` on one thread per rank; the rest are plain functions.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <chrono>
 #include <cmath>
 #include <functional>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -100,6 +103,65 @@ inline Problem MakeProblem(const MoeOpShape& shape, const RoutingOptions& ro) {
 
 inline bool Near(float got, float want) {
   return std::fabs(got - want) <= 2e-4f + 2e-4f * std::fabs(want);
+}
+
+// Two problems of `shape` with the routing options `routing` and its seed + 11 (two calls with
+// different routings exercise the epochs).
+inline std::vector<Problem> TwoProblems(const MoeOpShape& shape, const RoutingOptions& routing) {
+  std::vector<Problem> problems;
+  for (uint64_t seed : {routing.seed, routing.seed + 11}) {
+    RoutingOptions ro = routing;
+    ro.seed = seed;
+    problems.push_back(MakeProblem(shape, ro));
+  }
+  return problems;
+}
+
+// The routings the value tests sweep: uniform, Zipf(1.5), and uniform with expert 2 unused.
+inline std::vector<RoutingOptions> StandardRoutings() {
+  return {RoutingOptions{.seed = 3},
+          RoutingOptions{.kind = RoutingKind::kZipf, .zipf_s = 1.5, .seed = 5},
+          RoutingOptions{.seed = 9, .excluded_expert = 2}};
+}
+
+// "" when every valid row of layer 0's output `h` (rows of `layout`) matches the reference, else
+// the first bad row and column.
+inline std::string CheckH(const Problem& p, const RecvLayout& layout, const std::vector<float>& h) {
+  const MoeOpShape& shape = p.shape;
+  for (int64_t r = 0; r < layout.total_rows; ++r) {
+    const RowRef& ref = layout.rows[r];
+    if (ref.src < 0) continue;
+    const float* want = &p.ref.h[ref.src][(ref.token * shape.top_k + ref.slot) * shape.ffn];
+    for (int64_t j = 0; j < shape.ffn; ++j) {
+      if (!Near(h[r * shape.ffn + j], want[j])) {
+        return "h row " + std::to_string(r) + " col " + std::to_string(j) + ": " +
+               std::to_string(h[r * shape.ffn + j]) + " vs " + std::to_string(want[j]) + "; ";
+      }
+    }
+  }
+  return "";
+}
+
+// "" when rank `rank`'s output `y` matches the reference, else the first bad element.
+inline std::string CheckY(const Problem& p, int rank, const std::vector<float>& y) {
+  for (int64_t i = 0; i < p.shape.tokens_per_rank * p.shape.hidden; ++i) {
+    if (!Near(y[i], p.ref.y[rank][i])) {
+      return "y[" + std::to_string(i) + "] " + std::to_string(y[i]) + " vs " +
+             std::to_string(p.ref.y[rank][i]) + "; ";
+    }
+  }
+  return "";
+}
+
+// Every rank's status is OK and its failure text empty.
+inline void ExpectRanksPassed(const std::vector<Status>& statuses,
+                              const std::vector<std::string>& failures) {
+  for (size_t r = 0; r < statuses.size(); ++r) {
+    EXPECT_TRUE(statuses[r].ok()) << "rank " << r << ": " << statuses[r];
+    if (r < failures.size()) {
+      EXPECT_EQ(failures[r], "") << "rank " << r;
+    }
+  }
 }
 
 }  // namespace loom::overlap::moe_testing
