@@ -102,16 +102,17 @@ TEST(MoePairTest, CrossLayerThreeRanks) {
 }
 
 TEST(MoePairTest, CrossLayerFillsLayer0WaitsThenCombines) {
-  // A slow link (0.2 MB/s: ~17 ms of dispatch per rank) and S = 8: while layer 0 waits for the
-  // peer's chunks, layer-1 tiles of own rows run — the first one before the peer's last chunk
-  // can have arrived (its modelled earliest arrival, a lower bound) — and every combine chunk is
-  // pushed after this rank's dispatch chunks.
+  // A slow link (0.05 MB/s: ~70 ms of dispatch per rank, so the order holds under TSan's
+  // slowdown too) and S = 8: while layer 0 waits for the peer's chunks, layer-1 tiles of own rows
+  // run — the first one before the peer's last chunk can have arrived (its modelled earliest
+  // arrival, a lower bound) — and every combine chunk is pushed after this rank's dispatch
+  // chunks.
   const MoeOpShape shape = SmallShape(2);
   const Problem p = MakeProblem(shape, {.seed = 41});
   std::vector<OpRunStats> stats(2);
   std::vector<MoePairParts> parts(2);
   auto statuses = RunRanks(
-      2, {.bytes_per_second = 0.2e6, .latency_s = 0, .mode = LinkMode::kPoison},
+      2, {.bytes_per_second = 0.05e6, .latency_s = 0, .mode = LinkMode::kPoison},
       [&](int rank, Runtime* rt, LinkProxy* proxy) -> Status {
         MoePair moe(
             rt, proxy, shape,
