@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <numeric>
@@ -149,6 +150,9 @@ struct Output {
   at::Tensor y;  // standardised ln latency [B]
   at::Tensor z;  // program latent [B, d]
 };
+
+// Rows per forward pass when predicting or embedding a whole sample set.
+constexpr int64_t kInferenceRows = 1024;
 
 Output Forward(const Params& p, const TransformerOptions& o, const at::Tensor& x,
                const at::Tensor& mask, const at::Tensor& dev) {
@@ -311,6 +315,31 @@ struct TransformerPredictor::Impl {
     }
     return steps ? sum / steps : 0;
   }
+
+  // Runs the trained model over `samples` in batches of kInferenceRows (no gradients, one
+  // intra-op thread) and hands each batch's output, in sample order, to `use`. `what` names the
+  // caller in the error of an untrained model; libtorch exceptions become kInternal.
+  Status ForEachBatch(const char* what, const Dataset& ds, const std::vector<int>& samples,
+                      const std::function<void(const Output&)>& use) const {
+    if (!trained) {
+      return FailedPreconditionError(std::string("costmodel transformer: ") + what +
+                                     " before Train");
+    }
+    try {
+      OneThread one_thread;
+      at::NoGradGuard no_grad;
+      LOOM_ASSIGN_OR_RETURN(Batch b, MakeBatch(ds, samples, nz, o));
+      const int64_t n = b.target.size(0);
+      for (int64_t first = 0; first < n; first += kInferenceRows) {
+        const int64_t len = std::min<int64_t>(kInferenceRows, n - first);
+        use(Forward(p, o, b.leaves.narrow(0, first, len), b.mask.narrow(0, first, len),
+                    b.device.narrow(0, first, len)));
+      }
+    } catch (const std::exception& e) {
+      return InternalError(std::string("costmodel transformer: libtorch: ") + e.what());
+    }
+    return OkStatus();
+  }
 };
 
 TransformerPredictor::TransformerPredictor(const TransformerOptions& options)
@@ -411,51 +440,28 @@ Status TransformerPredictor::FineTune(const Dataset& ds, const std::vector<int>&
 Result<std::vector<double>> TransformerPredictor::PredictSeconds(
     const Dataset& ds, const std::vector<int>& samples) const {
   const Impl& m = *impl_;
-  if (!m.trained) return FailedPreconditionError("costmodel transformer: Predict before Train");
-  try {
-    OneThread one_thread;
-    at::NoGradGuard no_grad;
-    LOOM_ASSIGN_OR_RETURN(Batch b, MakeBatch(ds, samples, m.nz, m.o));
-    std::vector<double> out;
-    out.reserve(samples.size());
-    for (int64_t first = 0; first < b.target.size(0); first += 1024) {
-      const int64_t len = std::min<int64_t>(1024, b.target.size(0) - first);
-      at::Tensor y = Forward(m.p, m.o, b.leaves.narrow(0, first, len), b.mask.narrow(0, first, len),
-                             b.device.narrow(0, first, len))
-                         .y.contiguous();
-      for (int64_t i = 0; i < len; ++i) {
-        out.push_back(std::exp(y[i].item<double>() * m.nz.target_std + m.nz.target_mean));
-      }
+  std::vector<double> out;
+  out.reserve(samples.size());
+  LOOM_RETURN_IF_ERROR(m.ForEachBatch("Predict", ds, samples, [&](const Output& batch) {
+    const at::Tensor y = batch.y.contiguous();
+    for (int64_t i = 0; i < y.size(0); ++i) {
+      out.push_back(std::exp(y[i].item<double>() * m.nz.target_std + m.nz.target_mean));
     }
-    return out;
-  } catch (const std::exception& e) {
-    return InternalError(std::string("costmodel transformer: libtorch: ") + e.what());
-  }
+  }));
+  return out;
 }
 
 Result<std::vector<std::vector<float>>> TransformerPredictor::Latents(
     const Dataset& ds, const std::vector<int>& samples) const {
-  const Impl& m = *impl_;
-  if (!m.trained) return FailedPreconditionError("costmodel transformer: Latents before Train");
-  try {
-    OneThread one_thread;
-    at::NoGradGuard no_grad;
-    LOOM_ASSIGN_OR_RETURN(Batch b, MakeBatch(ds, samples, m.nz, m.o));
-    std::vector<std::vector<float>> out;
-    out.reserve(samples.size());
-    for (int64_t first = 0; first < b.target.size(0); first += 1024) {
-      const int64_t len = std::min<int64_t>(1024, b.target.size(0) - first);
-      at::Tensor z = Forward(m.p, m.o, b.leaves.narrow(0, first, len), b.mask.narrow(0, first, len),
-                             b.device.narrow(0, first, len))
-                         .z.contiguous();
-      const float* p = z.data_ptr<float>();
-      const int64_t d = z.size(1);
-      for (int64_t i = 0; i < len; ++i) out.emplace_back(p + i * d, p + (i + 1) * d);
-    }
-    return out;
-  } catch (const std::exception& e) {
-    return InternalError(std::string("costmodel transformer: libtorch: ") + e.what());
-  }
+  std::vector<std::vector<float>> out;
+  out.reserve(samples.size());
+  LOOM_RETURN_IF_ERROR(impl_->ForEachBatch("Latents", ds, samples, [&](const Output& batch) {
+    const at::Tensor z = batch.z.contiguous();
+    const float* p = z.data_ptr<float>();
+    const int64_t d = z.size(1);
+    for (int64_t i = 0; i < z.size(0); ++i) out.emplace_back(p + i * d, p + (i + 1) * d);
+  }));
+  return out;
 }
 
 std::unique_ptr<LatencyModel> TransformerPredictor::Clone() const {
