@@ -8,6 +8,7 @@
 
 #include "loom/monitor/fleet/detect/continuity_gate.h"
 #include "loom/monitor/fleet/detect/detector.h"
+#include "loom/monitor/fleet/detect/fleet_test_util.h"
 #include "loom/monitor/fleet/detect/minder.h"
 
 namespace loom::monitor {
@@ -98,16 +99,13 @@ TEST(AdaptiveGateTest, FactoryReadsTheGateFieldsAndRejectsNegatives) {
 // the simulator's GPU power) and noise of σ = 0.05; machine 5 sits `offset` above the others
 // while computing (a small, persistent shift like a mild fail-slow).
 FleetSeries ShiftedFleet(float offset, int64_t seconds = 400) {
-  FleetSeries s = FleetSeries::Make({"gpu_power"}, 16, seconds);
   std::mt19937 rng(11);
   std::normal_distribution<float> noise(0.0f, 0.05f);
-  for (int i = 0; i < 16; ++i) {
-    for (int64_t t = 0; t < seconds; ++t) {
-      const bool computing = (t % 9) < 6;
-      s.at(0, i, t) = (computing ? 0.8f + (i == 5 ? offset : 0.0f) : 0.2f) + noise(rng);
-    }
-  }
-  return s;
+  return fleet_testing::SyntheticFleet(
+      {"gpu_power"}, 16, seconds, [&](int i, int64_t t, std::span<float> v) {
+        const bool computing = (t % 9) < 6;
+        v[0] = (computing ? 0.8f + (i == 5 ? offset : 0.0f) : 0.2f) + noise(rng);
+      });
 }
 
 TEST(LongWindowTest, ChannelNamesASmallPersistentShiftThatOneHzWindowsMiss) {

@@ -8,6 +8,7 @@
 
 #include "loom/monitor/fleet/detect/baselines.h"
 #include "loom/monitor/fleet/detect/detector.h"
+#include "loom/monitor/fleet/detect/fleet_test_util.h"
 #include "loom/monitor/fleet/detect/minder.h"
 #include "loom/monitor/fleet/detect/peer_scores.h"
 
@@ -19,18 +20,15 @@ constexpr int64_t kSeconds = 600;
 
 // Three metrics sharing a periodic job signal, small independent noise per machine.
 FleetSeries HealthyFleet(uint32_t seed, int machines = kMachines, int64_t seconds = kSeconds) {
-  FleetSeries s = FleetSeries::Make({"cpu", "net", "step_time"}, machines, seconds);
   std::mt19937 rng(seed);
   std::normal_distribution<float> noise(0.0f, 0.02f);
-  for (int i = 0; i < machines; ++i) {
-    for (int64_t t = 0; t < seconds; ++t) {
-      const float phase = std::sin(2 * M_PI * t / 9.0);
-      s.at(0, i, t) = 0.6f + 0.3f * phase + noise(rng);
-      s.at(1, i, t) = 0.5f - 0.3f * phase + noise(rng);
-      s.at(2, i, t) = 9.0f * (1.0f + 0.5f * noise(rng));
-    }
-  }
-  return s;
+  return fleet_testing::SyntheticFleet({"cpu", "net", "step_time"}, machines, seconds,
+                                       [&](int, int64_t t, std::span<float> v) {
+                                         const float phase = std::sin(2 * M_PI * t / 9.0);
+                                         v[0] = 0.6f + 0.3f * phase + noise(rng);
+                                         v[1] = 0.5f - 0.3f * phase + noise(rng);
+                                         v[2] = 9.0f * (1.0f + 0.5f * noise(rng));
+                                       });
 }
 
 struct Alert {

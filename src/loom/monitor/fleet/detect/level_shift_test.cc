@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "loom/monitor/fleet/detect/detector.h"
+#include "loom/monitor/fleet/detect/fleet_test_util.h"
 #include "loom/monitor/fleet/detect/minder.h"
 
 namespace loom::monitor {
@@ -32,26 +33,28 @@ struct Fleet {
   int64_t seconds = kSeconds;
 
   FleetSeries Make() const {
-    FleetSeries s = FleetSeries::Make({"gpu"}, kMachines, seconds);
     uint64_t rng = 12345;
     auto uniform = [&rng] {
       rng = rng * 6364136223846793005ull + 1442695040888963407ull;
       return static_cast<double>(rng >> 11) / 9007199254740992.0;
     };
-    for (int i = 0; i < kMachines; ++i) {
-      for (int64_t t = 0; t < seconds; ++t) {
-        double duty = 0.7;
-        if (i == slow_machine && t >= slow_from && t < slow_to) duty *= stretch;
-        const double busy_end = 9.0 * duty, p = static_cast<double>(t % 9);
-        const double busy = std::clamp(busy_end - p, 0.0, 1.0);
-        double v = gain[i] * busy + 0.1 * (uniform() - 0.5);
-        if (i == spike_machine && t >= spike_from && t < spike_from + spike_len) v += spike_amp;
-        s.at(0, i, t) = static_cast<float>(v);
-      }
-    }
-    return s;
+    return fleet_testing::SyntheticFleet(
+        {"gpu"}, kMachines, seconds, [&](int i, int64_t t, std::span<float> values) {
+          double duty = 0.7;
+          if (i == slow_machine && t >= slow_from && t < slow_to) duty *= stretch;
+          const double busy_end = 9.0 * duty, p = static_cast<double>(t % 9);
+          const double busy = std::clamp(busy_end - p, 0.0, 1.0);
+          double v = gain[i] * busy + 0.1 * (uniform() - 0.5);
+          if (i == spike_machine && t >= spike_from && t < spike_from + spike_len) v += spike_amp;
+          values[0] = static_cast<float>(v);
+        });
   }
 };
+
+// Machine `machine` computes `stretch` x longer over [from, to).
+Fleet SlowMachine(int machine, int64_t from, int64_t to, double stretch = 1.1) {
+  return Fleet{.slow_machine = machine, .stretch = stretch, .slow_from = from, .slow_to = to};
+}
 
 LevelShiftOptions Options() {
   LevelShiftOptions o;
@@ -70,11 +73,7 @@ double MaxAbsExcept(const std::vector<float>& z, int skip) {
 }
 
 TEST(LevelShiftTest, TenPercentLongerComputeScoresHighAfterHalfAWindow) {
-  Fleet f;
-  f.slow_machine = 5;
-  f.slow_from = 2000;
-  f.slow_to = kSeconds;
-  const FleetSeries s = f.Make();
+  const FleetSeries s = SlowMachine(5, 2000, kSeconds).Make();
   LevelShiftChannels ch(Options());
   const std::vector<float> before = ch.ShiftZ(s, 0, 1999);
   EXPECT_LT(std::fabs(before[5]), 3.0);
@@ -112,12 +111,7 @@ TEST(LevelShiftTest, SpikesShorterThanHalfTheWindowCannotMoveTheMedian) {
 }
 
 TEST(LevelShiftTest, AFinishedFaultShorterThanHalfTheReferenceLeavesNoShift) {
-  Fleet f;
-  f.slow_machine = 2;
-  f.stretch = 1.3;
-  f.slow_from = 2000;
-  f.slow_to = 2600;  // 600 s < ref_s / 2
-  const FleetSeries s = f.Make();
+  const FleetSeries s = SlowMachine(2, 2000, 2600, 1.3).Make();  // 600 s < ref_s / 2
   LevelShiftChannels ch(Options());
   EXPECT_GT(ch.ShiftZ(s, 0, 2500)[2], 30.0);
   // Once the window is past the fault, the machine is back among its healthy peers: the
@@ -142,12 +136,8 @@ struct Recovery {
   double healthy = 0;  // largest |z| of the other machines meanwhile
 };
 Recovery AfterALongFault(const LevelShiftOptions& o) {
-  Fleet f;
+  Fleet f = SlowMachine(2, 3000, 3900, 1.3);
   f.seconds = 6600;
-  f.slow_machine = 2;
-  f.stretch = 1.3;
-  f.slow_from = 3000;
-  f.slow_to = 3900;
   const FleetSeries s = f.Make();
   LevelShiftChannels ch(o);
   Recovery r;
@@ -179,38 +169,36 @@ TEST(LevelShiftTest, AFaultOfHalfTheReferenceNeedsAFrozenOrLongerReference) {
   EXPECT_GT(f.during, p.during);
 }
 
+// Asks `jumping` for `ahead`, then 1500, then `t` (its scores at `t` go to `*at_t`): they must
+// equal, to the float, those of a fresh channel with `jumping`'s options streamed second by
+// second over [1000, t].
+void ExpectSameAsStreamedInOrder(const FleetSeries& s, const LevelShiftOptions& o,
+                                 LevelShiftChannels& jumping, int64_t ahead, int64_t t,
+                                 std::vector<float>* at_t) {
+  LevelShiftChannels in_order(o);
+  std::vector<float> a;
+  for (int64_t u = 1000; u <= t; ++u) a = in_order.ShiftZ(s, 0, u);
+  (void)jumping.ShiftZ(s, 0, ahead);
+  (void)jumping.ShiftZ(s, 0, 1500);
+  *at_t = jumping.ShiftZ(s, 0, t);
+  ASSERT_EQ(a.size(), at_t->size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_FLOAT_EQ(a[i], (*at_t)[i]);
+}
+
 TEST(LevelShiftTest, FrozenReferencesDoNotDependOnCallOrder) {
-  Fleet f;
-  f.slow_machine = 5;
-  f.slow_from = 2000;
-  f.slow_to = 2900;
-  const FleetSeries s = f.Make();
+  const FleetSeries s = SlowMachine(5, 2000, 2900).Make();
   LevelShiftOptions o = Options();
   o.freeze_z = 5;
-  LevelShiftChannels in_order(o), jumping(o);
-  std::vector<float> a;
-  for (int64_t t = 1000; t <= 3105; ++t) a = in_order.ShiftZ(s, 0, t);
-  (void)jumping.ShiftZ(s, 0, 3500);
-  (void)jumping.ShiftZ(s, 0, 1500);
-  const std::vector<float> b = jumping.ShiftZ(s, 0, 3105);
-  ASSERT_EQ(a.size(), b.size());
-  for (size_t i = 0; i < a.size(); ++i) EXPECT_FLOAT_EQ(a[i], b[i]);
+  LevelShiftChannels jumping(o);
+  std::vector<float> b;
+  ExpectSameAsStreamedInOrder(s, o, jumping, 3500, 3105, &b);
 }
 
 TEST(LevelShiftTest, ScoresDependOnlyOnTheLastCompleteBlockNotOnCallOrder) {
-  Fleet f;
-  f.slow_machine = 5;
-  f.slow_from = 2000;
-  f.slow_to = kSeconds;
-  const FleetSeries s = f.Make();
-  LevelShiftChannels in_order(Options()), jumping(Options());
-  std::vector<float> a;
-  for (int64_t t = 1000; t <= 2105; ++t) a = in_order.ShiftZ(s, 0, t);
-  (void)jumping.ShiftZ(s, 0, 3000);
-  (void)jumping.ShiftZ(s, 0, 1500);
-  const std::vector<float> b = jumping.ShiftZ(s, 0, 2105);
-  ASSERT_EQ(a.size(), b.size());
-  for (size_t i = 0; i < a.size(); ++i) EXPECT_FLOAT_EQ(a[i], b[i]);
+  const FleetSeries s = SlowMachine(5, 2000, kSeconds).Make();
+  LevelShiftChannels jumping(Options());
+  std::vector<float> b;
+  ASSERT_NO_FATAL_FAILURE(ExpectSameAsStreamedInOrder(s, Options(), jumping, 3000, 2105, &b));
   // t = 2105 .. 2113 share the last complete block (233 = [2097, 2106)).
   EXPECT_FLOAT_EQ(jumping.ShiftZ(s, 0, 2113)[5], b[5]);
 }
@@ -235,11 +223,7 @@ TEST(LevelShiftTest, MissingMachineHasNoScoreAndTooLittleHistoryGivesNone) {
 }
 
 TEST(LevelShiftTest, MinderAddsOneNamedChannelPerMetricAndWeighsIt) {
-  Fleet f;
-  f.slow_machine = 5;
-  f.slow_from = 2000;
-  f.slow_to = kSeconds;
-  const FleetSeries s = f.Make();
+  const FleetSeries s = SlowMachine(5, 2000, kSeconds).Make();
   auto spec = [](double weight) {
     return nlohmann::json{{"type", "minder"}, {"window", 18}, {"shift_window_s", 99},
                           {"shift_weight", weight}};
