@@ -138,40 +138,43 @@ run_mpi() {  # json_file overlap-peer-args...
     "$loom" bench overlap-peer "${@:2}" --json "$1"
 }
 
-run_gloo() {  # json_file overlap-peer-args...
-  local store run pid_a pid_b rc=0
-  store=$(mktemp -d "$tmp/store.XXXXXX")
-  run=overlap-peer-$id-$RANDOM
-  gloo_rank() {  # ns rank addr
-    ip netns exec "$1" env LOOM_RANK="$2" LOOM_WORLD_SIZE=2 LOOM_LOCAL_RANK=0 \
-      LOOM_LOCAL_WORLD_SIZE=1 LOOM_STORE="file://$store" LOOM_RUN_ID="$run" \
-      LOOM_HOST_ADDR="$3" OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 \
-      timeout "$arm_timeout" "$loom" bench overlap-peer "${@:4}"
-  }
-  gloo_rank "$ns_a" 0 "$addr_a" "${@:2}" --json "$1" &
+# Starts "rank_fn NS RANK ENDPOINT args..." in both namespaces at once (rank 0 in A with
+# ENDPOINT_A and "--json JSON_FILE" appended, rank 1 in B with ENDPOINT_B) and waits for both;
+# returns the last non-zero exit status, 0 when both succeed.
+run_rank_pair() {  # rank_fn endpoint_a endpoint_b json_file overlap-peer-args...
+  local rank_fn=$1 end_a=$2 end_b=$3 json_file=$4 pid_a pid_b rc=0
+  shift 4
+  "$rank_fn" "$ns_a" 0 "$end_a" "$@" --json "$json_file" &
   pid_a=$!
-  gloo_rank "$ns_b" 1 "$addr_b" "${@:2}" &
+  "$rank_fn" "$ns_b" 1 "$end_b" "$@" &
   pid_b=$!
   wait "$pid_a" || rc=$?
   wait "$pid_b" || rc=$?
   return "$rc"
 }
 
+run_gloo() {  # json_file overlap-peer-args...
+  local store run
+  store=$(mktemp -d "$tmp/store.XXXXXX")
+  run=overlap-peer-$id-$RANDOM
+  gloo_rank() {  # ns rank addr overlap-peer-args...
+    ip netns exec "$1" env LOOM_RANK="$2" LOOM_WORLD_SIZE=2 LOOM_LOCAL_RANK=0 \
+      LOOM_LOCAL_WORLD_SIZE=1 LOOM_STORE="file://$store" LOOM_RUN_ID="$run" \
+      LOOM_HOST_ADDR="$3" OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 \
+      timeout "$arm_timeout" "$loom" bench overlap-peer "${@:4}"
+  }
+  run_rank_pair gloo_rank "$addr_a" "$addr_b" "$@"
+}
+
 run_torch() {  # json_file overlap-peer-args...
-  local port pid_a pid_b rc=0
+  local port
   port=$((20000 + RANDOM % 20000))
-  torch_rank() {  # ns rank veth
+  torch_rank() {  # ns rank veth overlap_torch_peer.py-args...
     ip netns exec "$1" env RANK="$2" WORLD_SIZE=2 MASTER_ADDR="$addr_a" MASTER_PORT="$port" \
       GLOO_SOCKET_IFNAME="$3" OMP_NUM_THREADS=1 \
       timeout "$arm_timeout" /usr/bin/python3 "$here/overlap_torch_peer.py" "${@:4}"
   }
-  torch_rank "$ns_a" 0 "$veth_a" "${@:2}" --json "$1" &
-  pid_a=$!
-  torch_rank "$ns_b" 1 "$veth_b" "${@:2}" &
-  pid_b=$!
-  wait "$pid_a" || rc=$?
-  wait "$pid_b" || rc=$?
-  return "$rc"
+  run_rank_pair torch_rank "$veth_a" "$veth_b" "$@"
 }
 
 failures=0
