@@ -72,7 +72,8 @@ void RunPairCase(const PairCase& c) {
     LOOM_ASSIGN_OR_RETURN(OpRunStats comm, moe.RunCommOnly(problems.back().x[rank].data(),
                                                            problems.back().routings[rank]));
     const MoePairParts mp = moe.parts();
-    if (mp.cross_layer || mp.layer[0].compute_s != 0 || mp.layer[1].link.messages == 0 ||
+    if (mp.cross_layer || mp.layer[0].compute_s != 0 ||
+        (c.world > 1 && mp.layer[1].link.messages == 0) ||
         comm.link.messages != mp.layer[0].link.messages + mp.layer[1].link.messages) {
       fail += "comm-only parts; ";
     }
@@ -91,6 +92,7 @@ TEST(MoePairTest, EveryScheduleMatchesReference) {
     RunPairCase({2, ro, OverlapMode::kFused, true, 3, 16});  // edge tiles, uneven splits
   }
   RunPairCase({2, uniform, OverlapMode::kFused, true, 1, 64});  // one split, one tile per expert
+  RunPairCase({1, uniform, OverlapMode::kFused, true, 4, 8});   // one rank: no remote rows
   RunPairCase({2, uniform, OverlapMode::kAuto, true, 4, 8});    // auto: layer by layer
 }
 
