@@ -4,8 +4,10 @@
 // bucket size × overlap × compression, loom/trace/evaluation/config_grid.h):
 //   1. profile the base configuration with trace.steps (every other step traced, so the same
 //      run also gives the tracer's overhead),
-//   2. predict every configuration from that one profile with the what-if replay and the two
-//      analytical baselines,
+//   2. measure the unshaped veth pair's payload rate (loom's reduce-scatter and all-gather of
+//      the profile's gradient size, no tbf; trace/evaluation/link_probe.h) unless
+//      --unshaped-gbit gives it, then predict every configuration from the one profile with the
+//      what-if replay and the two analytical baselines,
 //   3. run every configuration for real, --reps times, interleaved (repetition r runs the grid
 //      in an order rotated by r); the base configuration is traced in every repetition, which
 //      gives the replay error on the profiled configuration,
@@ -34,10 +36,12 @@
 #include "loom/base/file_util.h"
 #include "loom/cli/bench_report.h"
 #include "loom/cli/commands.h"
+#include "loom/cli/parse_bytes.h"
 #include "loom/trace/evaluation/accuracy.h"
 #include "loom/trace/evaluation/clock_recovery.h"
 #include "loom/trace/evaluation/config_grid.h"
 #include "loom/trace/evaluation/grid_prediction.h"
+#include "loom/trace/evaluation/link_probe.h"
 #include "loom/trace/evaluation/profile.h"
 #include "loom/trace/evaluation/strategy_ranking.h"
 #include "loom/trace/replay/replayer.h"
@@ -64,7 +68,10 @@ struct ReplayBenchArgs {
   std::string testbed;  // default: <source>/scripts/testbed/netns_2host.sh
   std::string codecs_json;
   std::string link_model = "auto";  // --link-model (dfg::ParseLinkModel)
-  double unshaped_gbit = 10;
+  double unshaped_gbit = 0;  // 0: probe the veth pair (ProbeUnshapedLink)
+  // The testbed's tbf burst (netns_2host.sh: `burst 256kb`, tc's 1024-byte kb); 0: predict other
+  // rates by scaling the profile's fitted links instead (ev::TargetLinkShape).
+  std::string tbf_burst = "256K";
   bool keep = false;
   std::vector<std::string> train_keys;  // extra `loom train` keys (after --)
 };
@@ -227,6 +234,26 @@ json ScoreJson(const ev::PredictorScore& s, const std::vector<ev::EvalConfig>& g
           {"predicted_best", grid[s.picked].Name()}};
 }
 
+// The unshaped veth pair's payload rate: `loom bench collectives` (reduce-scatter and all-gather,
+// loom's arm) of `bytes` between the two namespaces without tbf.
+Result<ev::LinkProbe> ProbeUnshapedLink(const ReplayBenchArgs& a, const std::string& scratch,
+                                        int64_t bytes) {
+  const std::string out = scratch + "/link_probe.json", log = scratch + "/link_probe.log";
+  const std::string size = std::to_string(bytes);
+  const std::string cmd = "exec " + ShellQuote(a.testbed) + " -- " + ShellQuote(a.loom) +
+                          " bench collectives --mpi off --ops reduce_scatter,allgather -b " +
+                          size + " -e " + size + " -n 30 -w 5 --reps 5 --json " +
+                          ShellQuote(out) + " > " + ShellQuote(log) + " 2>&1";
+  const int status = std::system(cmd.c_str());
+  const int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  if (rc == 77) return UnavailableError("SKIP: the testbed cannot create network namespaces");
+  if (rc != 0) {
+    return InternalError("the unshaped link probe failed with status " + std::to_string(rc) +
+                         "; see " + log + " (or pass --unshaped-gbit)");
+  }
+  return ev::ReadLinkProbe(out);
+}
+
 const char* Met(bool ok) { return ok ? "met" : "NOT met"; }
 
 Status RunBenchReplay(ReplayBenchArgs a) {
@@ -270,9 +297,15 @@ Status RunBenchReplay(ReplayBenchArgs a) {
                  {"testbed", a.testbed},
                  {"loom", a.loom},
                  {"unshaped_gbit", a.unshaped_gbit},
+                 {"tbf_burst", a.tbf_burst},
                  {"codecs_json", a.codecs_json},
                  {"link_model", a.link_model}};
   LOOM_ASSIGN_OR_RETURN(const auto link_model, trace::dfg::ParseLinkModel(a.link_model));
+  double tbf_burst_bytes = 0;
+  if (a.tbf_burst != "0") {
+    LOOM_ASSIGN_OR_RETURN(int64_t b, ParseBytes(a.tbf_burst));
+    tbf_burst_bytes = static_cast<double>(b);
+  }
   PrintBenchHeader("replay", config);
   Testbed bed(a, common, dir.dir);
 
@@ -295,6 +328,26 @@ Status RunBenchReplay(ReplayBenchArgs a) {
   // 2. Predict every configuration from the profile.
   ev::BandwidthModel bw;
   bw.unshaped_bits_per_s = a.unshaped_gbit * 1e9;
+  bw.tbf_burst_bytes = tbf_burst_bytes;
+  json probe_json = {{"assumed_gbit", a.unshaped_gbit}};
+  if (!(a.unshaped_gbit > 0)) {
+    int64_t bytes = 4096;  // the power of two at or above the gradient bytes
+    while (bytes < model.spec.TotalGradBytes()) bytes *= 2;
+    std::printf("# probing the unshaped veth pair (reduce-scatter + all-gather of %lld B)\n",
+                static_cast<long long>(bytes));
+    std::fflush(stdout);
+    LOOM_ASSIGN_OR_RETURN(ev::LinkProbe probe, ProbeUnshapedLink(a, dir.dir, bytes));
+    const double veth = ev::ModelVethRate(probe, model.spec);
+    bw.unshaped_bits_per_s = 8 * veth;
+    probe_json = {{"bytes", bytes},
+                  {"goodput_MBps", probe.goodput_bytes_per_s / 1e6},
+                  {"model_rate_MBps", veth / 1e6}};
+    for (const ev::LinkProbeOp& op : probe.ops) {
+      probe_json[op.op] = {{"time_us", op.time_us}, {"wire_bytes_per_rank", op.wire_bytes_per_rank}};
+    }
+    std::printf("# unshaped link: %.1f MB/s of payload, %.1f MB/s net of the profile's latencies "
+                "(%s)\n", probe.goodput_bytes_per_s / 1e6, veth / 1e6, probe_json.dump().c_str());
+  }
   bw.base_fitted_bytes_per_s = model.link.beta_identified ? 1e9 * model.link.GBps() : 0;
   LOOM_ASSIGN_OR_RETURN(std::vector<ev::GridPrediction> preds,
                         ev::PredictGrid(model.spec, grid, base, bw, a.codecs_json));
@@ -461,7 +514,8 @@ Status RunBenchReplay(ReplayBenchArgs a) {
     json all = {{"configs", results},
                 {"base_runs", base_runs},
                 {"clock_recovery", clock_cases},
-                {"profile", profile_json}};
+                {"profile", profile_json},
+                {"unshaped_link", probe_json}};
     LOOM_RETURN_IF_ERROR(WriteBenchJson(a.json_out, "replay", config, summary, all));
     std::printf("wrote %s\n", a.json_out.c_str());
   }
@@ -487,7 +541,12 @@ void RegisterBenchReplay(CLI::App& bench, CliContext* ctx) {
                   "profile's links: auto (token buckets when shaped; default), alpha-beta, "
                   "token-bucket");
   cmd->add_option("--unshaped-gbit", a->unshaped_gbit,
-                  "veth capacity assumed for unshaped what-ifs (default 10)");
+                  "veth payload rate assumed for unshaped what-ifs (default: measured by a "
+                  "reduce-scatter/all-gather probe before the grid)");
+  cmd->add_option("--tbf-burst", a->tbf_burst,
+                  "the testbed's tbf burst: other rates are predicted on links rebuilt as "
+                  "tbf(rate, burst) over the unshaped veth (default 256K, as netns_2host.sh; 0: "
+                  "scale the profile's fitted links)");
   cmd->add_flag("--keep", a->keep, "keep the run directories");
   cmd->add_option("train_keys", a->train_keys, "extra `loom train` keys (after --)");
   cmd->callback([a, ctx] {

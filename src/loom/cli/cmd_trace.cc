@@ -40,6 +40,7 @@ struct TraceArgs : TraceRunArgs {
   std::string trace_out;
   // whatif
   std::string bandwidth;
+  std::string link;  // RATE_MBps[,BURST,LINE_MBps]
   std::string bucket;
   std::string overlap;
   std::vector<std::string> stragglers;
@@ -202,6 +203,21 @@ Result<whatif::WhatIf> ParseWhatIf(const TraceArgs& a) {
       return InvalidArgumentError("--bandwidth '" + a.bandwidth + "' is not a factor like 0.5x");
     }
   }
+  if (!a.link.empty()) {
+    std::smatch m;
+    if (!std::regex_match(a.link, m,
+                          std::regex(R"(([0-9]*\.?[0-9]+)(?:,([^,]+),([0-9]*\.?[0-9]+))?)"))) {
+      return InvalidArgumentError("--link-shape '" + a.link +
+                                  "' is not RATE_MBps or RATE_MBps,BURST,LINE_MBps");
+    }
+    whatif::LinkShape shape{std::stod(m[1]) * 1e6, 0, 0};
+    if (m[2].matched) {
+      LOOM_ASSIGN_OR_RETURN(int64_t burst, ParseBytes(m[2]));
+      shape.burst_bytes = static_cast<double>(burst);
+      shape.line_bytes_per_s = std::stod(m[3]) * 1e6;
+    }
+    w.link_shape = shape;
+  }
   if (!a.bucket.empty()) {
     auto b = ParseBytes(a.bucket);
     if (!b.ok() || *b <= 0) {
@@ -330,6 +346,9 @@ void RegisterTrace(CLI::App& trace, CliContext* ctx) {
   auto* wi = trace.add_subcommand("whatif", "predict a traced run under another configuration");
   AddCommon(wi, wa.get());
   wi->add_option("--bandwidth", wa->bandwidth, "scale link bandwidth, e.g. 0.5x");
+  wi->add_option("--link-shape", wa->link,
+                 "replace every link: RATE_MBps (payload) or RATE_MBps,BURST,LINE_MBps (a tc tbf "
+                 "token bucket over a LINE_MBps link), e.g. 119.5,256KiB,300");
   wi->add_option("--bucket", wa->bucket,
                  "regroup gradients into buckets of at most this, e.g. 8MiB");
   wi->add_option("--overlap", wa->overlap, "on or off: overlap communication with backward");

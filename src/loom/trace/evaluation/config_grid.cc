@@ -100,11 +100,30 @@ Result<double> BandwidthScale(const EvalConfig& target, const EvalConfig& base,
   return target_bps / base_bps;
 }
 
-Result<double> BandwidthCap(const EvalConfig& target, const EvalConfig& base) {
+Result<double> BandwidthCap(const EvalConfig& target, const EvalConfig& base,
+                            const BandwidthModel& bw) {
   LOOM_ASSIGN_OR_RETURN(double target_bps, ParseLinkRate(target.rate));
   LOOM_ASSIGN_OR_RETURN(double base_bps, ParseLinkRate(base.rate));
-  if (target_bps == 0 || base_bps == 0 || target_bps == base_bps) return 0.0;
-  return target_bps / 8 * kTcpGoodput;
+  if (base_bps == 0 || target_bps == base_bps) return 0.0;
+  const double unshaped = bw.unshaped_bits_per_s / 8;
+  if (target_bps == 0) return unshaped;
+  return std::min(target_bps / 8 * kTcpGoodput, unshaped);
+}
+
+Result<std::optional<whatif::LinkShape>> TargetLinkShape(const EvalConfig& target,
+                                                         const EvalConfig& base,
+                                                         const BandwidthModel& bw) {
+  LOOM_ASSIGN_OR_RETURN(double target_bps, ParseLinkRate(target.rate));
+  LOOM_ASSIGN_OR_RETURN(double base_bps, ParseLinkRate(base.rate));
+  if (!(bw.tbf_burst_bytes > 0) || base_bps == 0 || target_bps == base_bps) {
+    return std::optional<whatif::LinkShape>();
+  }
+  const double veth = bw.unshaped_bits_per_s / 8;
+  if (target_bps == 0) return std::optional<whatif::LinkShape>(whatif::LinkShape{veth, 0, 0});
+  const double rate = target_bps / 8 * kTcpGoodput;
+  if (!(veth > rate)) return std::optional<whatif::LinkShape>(whatif::LinkShape{veth, 0, 0});
+  return std::optional<whatif::LinkShape>(
+      whatif::LinkShape{rate, bw.tbf_burst_bytes * kTcpGoodput, veth});
 }
 
 Result<whatif::WhatIf> ToWhatIf(const EvalConfig& target, const EvalConfig& base,
@@ -116,7 +135,12 @@ Result<whatif::WhatIf> ToWhatIf(const EvalConfig& target, const EvalConfig& base
   LOOM_RETURN_IF_ERROR(TrainKeys(target).status());
   whatif::WhatIf w;
   LOOM_ASSIGN_OR_RETURN(w.bandwidth_scale, BandwidthScale(target, base, bw));
-  LOOM_ASSIGN_OR_RETURN(w.bandwidth_cap_bytes_per_s, BandwidthCap(target, base));
+  LOOM_ASSIGN_OR_RETURN(w.link_shape, TargetLinkShape(target, base, bw));
+  if (w.link_shape) {
+    w.bandwidth_scale = 1;  // the shape replaces the scaled fits
+  } else {
+    LOOM_ASSIGN_OR_RETURN(w.bandwidth_cap_bytes_per_s, BandwidthCap(target, base, bw));
+  }
   if (target.bucket_mb != base.bucket_mb) {
     w.bucket_bytes = static_cast<int64_t>(std::llround(target.bucket_mb * 1048576.0));
   }

@@ -25,6 +25,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -68,17 +69,35 @@ inline constexpr double kTcpGoodput = 1448.0 / 1514.0;
 inline constexpr int64_t kGridCompressMinElements = 0;
 
 struct BandwidthModel {
-  double unshaped_bits_per_s = 10e9;   // veth capacity assumed when the base is shaped (10 Gbit/s)
+  // The unshaped veth pair's payload rate when the base is shaped: measured by `loom bench
+  // replay`'s link probe (link_probe.h), or assumed (--unshaped-gbit; 10 Gbit/s by default).
+  double unshaped_bits_per_s = 10e9;
   double base_fitted_bytes_per_s = 0;  // the base trace's fitted β (0: not identified)
+  // > 0: the testbed's tbf burst (bytes on the wire; netns_2host.sh's 256 KiB). A shaped base
+  // then predicts a target of another rate on links rebuilt from the testbed's description
+  // (TargetLinkShape) instead of scaling its own fits.
+  double tbf_burst_bytes = 0;
 };
 
 // target bandwidth / base bandwidth (see the header comment). kInvalidArgument for bad rates or
 // an unshaped base whose β was not identified.
 Result<double> BandwidthScale(const EvalConfig& target, const EvalConfig& base,
                               const BandwidthModel& bw);
-// The goodput (bytes/s) that caps every link when a shaped base predicts a shaped target of
-// another rate; 0 (no cap) otherwise.
-Result<double> BandwidthCap(const EvalConfig& target, const EvalConfig& base);
+// The goodput (bytes/s) that caps every link when a shaped base predicts a target of another
+// rate: a shaped target's TCP goodput, no more than the unshaped rate; an unshaped target's
+// rate (bw.unshaped_bits_per_s / 8, already payload). 0 (no cap) for an unshaped base or the
+// base's own rate.
+Result<double> BandwidthCap(const EvalConfig& target, const EvalConfig& base,
+                            const BandwidthModel& bw);
+
+// With bw.tbf_burst_bytes > 0, a shaped base and a target of another rate: the target's links as
+// the testbed builds them. A shaped target is a token bucket (its rate's TCP goodput, the burst's
+// payload, the unshaped veth rate as line rate; a plain link at the slower of the two when the
+// veth is no faster than the tbf rate); an unshaped target a plain link at the unshaped rate.
+// nullopt otherwise (the base's own rate, an unshaped base, or no burst given).
+Result<std::optional<whatif::LinkShape>> TargetLinkShape(const EvalConfig& target,
+                                                         const EvalConfig& base,
+                                                         const BandwidthModel& bw);
 
 // The what-if predicting `target` from a profile of `base`: bandwidth ×k, bucket size when it
 // differs, overlap when it differs, compression when target.codec != base.codec (codec costs

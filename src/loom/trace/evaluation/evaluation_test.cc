@@ -83,10 +83,17 @@ TEST(ConfigGrid, BandwidthScaleFromRatesAndFittedBeta) {
 TEST(ConfigGrid, EveryLinkIsCappedAtTheTargetsGoodput) {
   const EvalConfig base{"200mbit", 0.25, true, "none"};
   const double goodput_10 = 1.25e6 * 1448.0 / 1514.0;  // 1.1955 MB/s
-  EXPECT_NEAR(*BandwidthCap({"10mbit", 4, true, "none"}, base), goodput_10, 1e-6);
-  EXPECT_EQ(*BandwidthCap({"200mbit", 4, false, "int4"}, base), 0.0);  // same rate: the fit
-  EXPECT_EQ(*BandwidthCap({"unshaped", 4, true, "none"}, base), 0.0);
-  EXPECT_EQ(*BandwidthCap({"10mbit", 4, true, "none"}, {"unshaped", 4, true, "none"}), 0.0);
+  BandwidthModel bw;  // unshaped assumed 10 Gbit/s
+  EXPECT_NEAR(*BandwidthCap({"10mbit", 4, true, "none"}, base, bw), goodput_10, 1e-6);
+  EXPECT_EQ(*BandwidthCap({"200mbit", 4, false, "int4"}, base, bw), 0.0);  // same rate: the fit
+  EXPECT_DOUBLE_EQ(*BandwidthCap({"unshaped", 4, true, "none"}, base, bw), 1.25e9);
+  EXPECT_EQ(*BandwidthCap({"10mbit", 4, true, "none"}, {"unshaped", 4, true, "none"}, bw), 0.0);
+  // A probed veth pair of 0.8 Gbit/s of payload caps the unshaped target there, and a 1 Gbit
+  // tbf (119.6 MB/s of goodput) at the veth's 100 MB/s.
+  bw.unshaped_bits_per_s = 0.8e9;
+  EXPECT_DOUBLE_EQ(*BandwidthCap({"unshaped", 4, true, "none"}, base, bw), 1e8);
+  EXPECT_DOUBLE_EQ(*BandwidthCap({"1gbit", 4, true, "none"}, base, bw), 1e8);
+  EXPECT_NEAR(*BandwidthCap({"10mbit", 4, true, "none"}, base, bw), goodput_10, 1e-6);
   // Common link 26.1 MB/s (tbf 25 MB/s plus burst), rank 0's egress 33 MB/s, rank 1's 21 MB/s
   // (a fit below the goodput): at 10 Mbit (k = 0.05) the first two are capped at the goodput,
   // rank 1 keeps its plain scaling (1.05 MB/s).
@@ -104,6 +111,44 @@ TEST(ConfigGrid, EveryLinkIsCappedAtTheTargetsGoodput) {
   EXPECT_NEAR(1e9 / spec.ranks[0].egress_ns_per_byte, goodput_10, 1e-3);
   EXPECT_NEAR(1e9 / spec.ranks[1].egress_ns_per_byte, 21e6 * 0.05, 1e-3);
   EXPECT_NE(w->Describe().find("links at most 1.1955"), std::string::npos) << w->Describe();
+}
+
+// With the testbed's tbf burst given, other rates get links rebuilt from the testbed's description:
+// a 1 Gbit tbf (119.55 MB/s of goodput, 256 KiB burst = 250.7 KB of payload) on a veth probed at
+// 300 MB/s; the veth itself for "unshaped"; a plain link when the veth is slower than the tbf.
+TEST(ConfigGrid, TestbedLinksFromTheTbfDescription) {
+  const EvalConfig base{"200mbit", 0.25, true, "none"};
+  BandwidthModel bw;
+  bw.unshaped_bits_per_s = 8 * 300e6;
+  bw.tbf_burst_bytes = 262144;
+  const double goodput = 1448.0 / 1514.0;
+  auto gbit = TargetLinkShape({"1gbit", 4, false, "none"}, base, bw);
+  ASSERT_TRUE(gbit.ok()) << gbit.status();
+  ASSERT_TRUE(gbit->has_value());
+  EXPECT_NEAR((*gbit)->rate_bytes_per_s, 125e6 * goodput, 1e-3);
+  EXPECT_NEAR((*gbit)->burst_bytes, 262144 * goodput, 1e-9);
+  EXPECT_DOUBLE_EQ((*gbit)->line_bytes_per_s, 300e6);
+  auto open = TargetLinkShape({"unshaped", 4, false, "none"}, base, bw);
+  ASSERT_TRUE(open.ok() && open->has_value());
+  EXPECT_DOUBLE_EQ((*open)->rate_bytes_per_s, 300e6);
+  EXPECT_EQ((*open)->burst_bytes, 0);
+  // The base's own rate keeps its fits; so does every target without a burst.
+  EXPECT_FALSE(TargetLinkShape({"200mbit", 4, false, "int4"}, base, bw)->has_value());
+  BandwidthModel no_burst = bw;
+  no_burst.tbf_burst_bytes = 0;
+  EXPECT_FALSE(TargetLinkShape({"1gbit", 4, false, "none"}, base, no_burst)->has_value());
+  // A veth of 100 MB/s under a 1 Gbit tbf: the veth is the link.
+  bw.unshaped_bits_per_s = 8 * 100e6;
+  auto slow = TargetLinkShape({"1gbit", 4, false, "none"}, base, bw);
+  ASSERT_TRUE(slow.ok() && slow->has_value());
+  EXPECT_DOUBLE_EQ((*slow)->rate_bytes_per_s, 100e6);
+  EXPECT_EQ((*slow)->burst_bytes, 0);
+  // ToWhatIf carries the shape instead of scale and cap.
+  auto w = ToWhatIf({"unshaped", 4, false, "none"}, base, bw);
+  ASSERT_TRUE(w.ok()) << w.status();
+  ASSERT_TRUE(w->link_shape.has_value());
+  EXPECT_EQ(w->bandwidth_scale, 1.0);
+  EXPECT_EQ(w->bandwidth_cap_bytes_per_s, 0.0);
 }
 
 TEST(ConfigGrid, WhatIfSetsOnlyWhatDiffers) {

@@ -17,7 +17,7 @@ Result<std::vector<GridPrediction>> PredictGrid(const dfg::ModelSpec& base_spec,
     GridPrediction p;
     p.config = c;
     p.whatif = w->Describe();
-    p.bandwidth_scale = w->bandwidth_scale;
+    LOOM_ASSIGN_OR_RETURN(p.bandwidth_scale, BandwidthScale(c, base, bw));
     p.whatif_ns = r->predicted.iteration_ns;
     p.sum_ns = r->analytical.sum_ns;
     p.overlap_ns = r->analytical.overlap_ns;

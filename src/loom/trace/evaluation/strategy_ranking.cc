@@ -18,10 +18,8 @@ Result<std::vector<double>> PredictGridStrategies(const dfg::ModelSpec& base_spe
   for (const EvalConfig& c : grid) {
     Status s = [&]() -> Status {
       dfg::ModelSpec spec = base_spec;
-      LOOM_ASSIGN_OR_RETURN(double k, BandwidthScale(c, base, bw));
-      if (k != 1.0) LOOM_RETURN_IF_ERROR(whatif::ScaleBandwidth(&spec, k));
-      LOOM_ASSIGN_OR_RETURN(double cap, BandwidthCap(c, base));
-      if (cap > 0) LOOM_RETURN_IF_ERROR(whatif::CapBandwidth(&spec, cap));
+      LOOM_ASSIGN_OR_RETURN(whatif::WhatIf w, ToWhatIf(c, base, bw, codecs_json));
+      LOOM_RETURN_IF_ERROR(whatif::ApplyLinkWhatIf(&spec, w));
       optimize::Strategy st = optimize::Strategy::FromSpec(spec);
       if (c.bucket_mb != base.bucket_mb) {
         st.bucket_begin = dfg::BucketsByBytes(

@@ -43,6 +43,13 @@ std::string WhatIf::Describe() const {
   if (bandwidth_cap_bytes_per_s > 0) {
     parts.push_back("links at most " + Num(bandwidth_cap_bytes_per_s / 1e6) + " MB/s");
   }
+  if (link_shape) {
+    parts.push_back(link_shape->burst_bytes > 0
+                        ? "links tbf " + Num(link_shape->rate_bytes_per_s / 1e6) + " MB/s burst " +
+                              Bytes(static_cast<int64_t>(link_shape->burst_bytes)) + " at " +
+                              Num(link_shape->line_bytes_per_s / 1e6) + " MB/s"
+                        : "links " + Num(link_shape->rate_bytes_per_s / 1e6) + " MB/s");
+  }
   if (overlap) parts.push_back(std::string("overlap ") + (*overlap ? "on" : "off"));
   for (const auto& [r, f] : stragglers)
     parts.push_back("straggler rank " + std::to_string(r) + " x" + Num(f));
@@ -78,6 +85,40 @@ Status CapBandwidth(dfg::ModelSpec* spec, double bytes_per_s) {
     cap(m.egress_ns_per_byte);
     cap(m.egress_line_ns_per_byte);
   }
+  return OkStatus();
+}
+
+Status ShapeLinks(dfg::ModelSpec* spec, const LinkShape& shape) {
+  if (spec->topology != dfg::LinkTopology::kPerSender) {
+    return FailedPreconditionError("what-if link shape: token buckets need per-sender links");
+  }
+  if (!(shape.rate_bytes_per_s > 0) || !std::isfinite(shape.rate_bytes_per_s)) {
+    return InvalidArgumentError("what-if link shape: rate " + Num(shape.rate_bytes_per_s) +
+                                " B/s must be > 0");
+  }
+  const bool bucket = shape.burst_bytes > 0;
+  if (bucket && !(shape.line_bytes_per_s > shape.rate_bytes_per_s)) {
+    return InvalidArgumentError("what-if link shape: line rate " +
+                                Num(shape.line_bytes_per_s) + " B/s must exceed the token rate " +
+                                Num(shape.rate_bytes_per_s) + " B/s");
+  }
+  spec->ns_per_byte = 1e9 / shape.rate_bytes_per_s;
+  spec->burst_bytes = bucket ? shape.burst_bytes : 0;
+  spec->line_ns_per_byte = bucket ? 1e9 / shape.line_bytes_per_s : 0;
+  for (dfg::RankModel& m : spec->ranks) {
+    m.egress_ns_per_byte = -1;
+    m.egress_burst_bytes = -1;
+    m.egress_line_ns_per_byte = -1;
+  }
+  return OkStatus();
+}
+
+Status ApplyLinkWhatIf(dfg::ModelSpec* spec, const WhatIf& w) {
+  if (w.bandwidth_scale != 1.0) LOOM_RETURN_IF_ERROR(ScaleBandwidth(spec, w.bandwidth_scale));
+  if (w.bandwidth_cap_bytes_per_s > 0) {
+    LOOM_RETURN_IF_ERROR(CapBandwidth(spec, w.bandwidth_cap_bytes_per_s));
+  }
+  if (w.link_shape) LOOM_RETURN_IF_ERROR(ShapeLinks(spec, *w.link_shape));
   return OkStatus();
 }
 
@@ -169,10 +210,7 @@ Result<dfg::ModelSpec> ApplyWhatIf(const dfg::ModelSpec& base, const WhatIf& w) 
     LOOM_RETURN_IF_ERROR(SetCompression(&s, *w.compression, w.compress_buckets));
     ExemptSmallBuckets(&s, w.compress_min_elements);
   }
-  if (w.bandwidth_scale != 1.0) LOOM_RETURN_IF_ERROR(ScaleBandwidth(&s, w.bandwidth_scale));
-  if (w.bandwidth_cap_bytes_per_s > 0) {
-    LOOM_RETURN_IF_ERROR(CapBandwidth(&s, w.bandwidth_cap_bytes_per_s));
-  }
+  LOOM_RETURN_IF_ERROR(ApplyLinkWhatIf(&s, w));
   if (w.overlap) SetOverlap(&s, *w.overlap);
   for (const auto& [r, f] : w.stragglers) LOOM_RETURN_IF_ERROR(SetStraggler(&s, r, f));
   LOOM_RETURN_IF_ERROR(s.Validate());

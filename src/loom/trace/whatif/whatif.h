@@ -19,6 +19,9 @@
 //   bandwidth × k    β → kβ (ns_per_byte / k); α unchanged. A token-bucket link (burst_bytes > 0)
 //                    scales its token rate; its burst (tbf's configured bytes) and line rate stay,
 //                    so a faster link refills the same burst sooner.
+//   link shape       every per-sender link replaced by a tbf-shaped one: token rate, burst and
+//                    line rate given (LinkShape; the ranks' own egress fits are dropped, α kept);
+//                    burst 0: a plain link at that rate. Applied after bandwidth × k and the cap.
 //   overlap off      edge last BW → every Sync on every rank.
 //   straggler r × f  dPRO delay ratio: every compute node of rank r (pre, BW, UPDATE) takes ×f.
 // Graph-level versions of the last three (ScaleBandwidth, DisableOverlap, SetStraggler on a
@@ -44,11 +47,21 @@
 
 namespace loom::trace::whatif {
 
+// A link as `tc tbf rate R burst B` configures it on a veth pair whose own payload rate is L:
+// tokens at rate_bytes_per_s, up to burst_bytes sent at line_bytes_per_s. burst_bytes 0: a plain
+// α-β link at rate_bytes_per_s (line rate unused).
+struct LinkShape {
+  double rate_bytes_per_s = 0;
+  double burst_bytes = 0;
+  double line_bytes_per_s = 0;
+};
+
 struct WhatIf {
   double bandwidth_scale = 1.0;                    // β × k (default 1: unchanged)
   // > 0: after scaling no link is faster than this many bytes/s (a tbf-shaped target delivers
   // at most its TCP goodput, however fast the profile's links looked; default 0: no cap)
   double bandwidth_cap_bytes_per_s = 0;
+  std::optional<LinkShape> link_shape;             // set: every link shaped so (see above)
   int64_t bucket_bytes = 0;                        // > 0: regroup into buckets <= this
   std::optional<bool> overlap;                     // unset: keep
   std::vector<std::pair<int, double>> stragglers;  // (rank, ratio f)
@@ -64,6 +77,11 @@ struct WhatIf {
 Status ScaleBandwidth(dfg::ModelSpec* spec, double k);
 // Every link (common, egress, token-bucket line rate) at most `bytes_per_s` fast.
 Status CapBandwidth(dfg::ModelSpec* spec, double bytes_per_s);
+// kFailedPrecondition for a shared-bottleneck topology (token buckets are per sender);
+// kInvalidArgument for a non-positive rate, or a burst without a line rate above the token rate.
+Status ShapeLinks(dfg::ModelSpec* spec, const LinkShape& shape);
+// The link passes of `w` (bandwidth × k, cap, shape) in ApplyWhatIf's order.
+Status ApplyLinkWhatIf(dfg::ModelSpec* spec, const WhatIf& w);
 Status RegroupBuckets(dfg::ModelSpec* spec, int64_t max_bytes);
 void SetOverlap(dfg::ModelSpec* spec, bool on);
 Status SetStraggler(dfg::ModelSpec* spec, int rank, double ratio);

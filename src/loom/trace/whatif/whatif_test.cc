@@ -87,6 +87,38 @@ TEST(WhatIfTest, BandwidthScalesATokenBucketsRateNotItsBurst) {
   EXPECT_DOUBLE_EQ(Predict(tb, w), 210 + 500 + 500);
 }
 
+// A shaped link replaces every link, the ranks' own egress fits included: the token-bucket case
+// above (burst 500 B, 1 ns/B tokens, 0.5 ns/B line) and a plain 2 ns/B link.
+TEST(WhatIfTest, LinkShapeReplacesEveryLink) {
+  ModelSpec s = CommBound();
+  s.ranks[0].egress_ns_per_byte = 3;
+  WhatIf w;
+  w.link_shape = LinkShape{1e9, 500, 2e9};
+  auto a = ApplyWhatIf(s, w);
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_DOUBLE_EQ(a->ns_per_byte, 1);
+  EXPECT_DOUBLE_EQ(a->burst_bytes, 500);
+  EXPECT_DOUBLE_EQ(a->line_ns_per_byte, 0.5);
+  EXPECT_DOUBLE_EQ(a->ranks[0].egress_ns_per_byte, -1);
+  EXPECT_DOUBLE_EQ(Predict(s, w), 210 + 790 + 1000);
+  w.link_shape = LinkShape{0.5e9, 0, 0};
+  EXPECT_DOUBLE_EQ(Predict(s, w), 210 + 4000);
+  // The shape applies after bandwidth x k and the cap: they do not change it.
+  w.bandwidth_scale = 4;
+  w.bandwidth_cap_bytes_per_s = 1e10;
+  EXPECT_DOUBLE_EQ(Predict(s, w), 210 + 4000);
+  EXPECT_EQ(w.Describe(), "bandwidth x4, links at most 10000 MB/s, links 500 MB/s");
+
+  w = WhatIf{};
+  w.link_shape = LinkShape{1e9, 500, 1e9};  // line rate not above the token rate
+  EXPECT_EQ(ApplyWhatIf(s, w).status().code(), StatusCode::kInvalidArgument);
+  w.link_shape = LinkShape{0, 0, 0};
+  EXPECT_EQ(ApplyWhatIf(s, w).status().code(), StatusCode::kInvalidArgument);
+  s.topology = dfg::LinkTopology::kShared;
+  w.link_shape = LinkShape{1e9, 0, 0};
+  EXPECT_EQ(ApplyWhatIf(s, w).status().code(), StatusCode::kFailedPrecondition);
+}
+
 TEST(WhatIfTest, OverlapOffIsComputePlusCommSum) {
   WhatIf w;
   EXPECT_DOUBLE_EQ(Predict(Overlapping(), w), 4610);
