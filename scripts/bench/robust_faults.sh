@@ -10,7 +10,8 @@
 #       [--torchrun default,tuned|none] [--torchrun-repeats 3] [--out FILE.json] [--seed 1]
 #       [--cpu-fraction 0.3]        # the straggler's CPU quota (fraction of one core)
 #       [--label TEXT]              # recorded in every loom row (which build was measured)
-#       [--straggler-threshold 0.75]  # loom robust's NVRx trigger (off by default in loom robust)
+#       [--straggler-threshold T] # loom robust's NVRx trigger: 0.75 for the injections, 0 (off,
+#                                 # loom robust's default) for --soak unless given
 #       [--soak-json FILE]          # merge a soak result made by --soak
 #   scripts/bench/robust_faults.sh --rows-from A.json,B.json --soak-json FILE [--out FILE.json]
 #       # no new runs: merge and re-summarise earlier results with a soak that ran alongside
@@ -39,7 +40,7 @@ soak_json=""
 rows_from=""
 cpu_fraction=0.3
 label=""
-straggler_threshold=0.75
+straggler_threshold=""  # see the usage: per mode below
 loom_src=${LOOM:-$root/build/src/loom/cli/loom}
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -129,6 +130,7 @@ max_step() {  # metrics.jsonl -> the highest completed step (0 if none)
 
 # ---------------------------------------------------------------- fault-free soak (loom robust)
 if [ "$soak_min" != 0 ]; then
+  straggler_threshold=${straggler_threshold:-0}
   [ -n "$soak_out" ] || { echo "--soak needs --soak-out FILE.json" >&2; exit 2; }
   run=$work/soak
   t0=$(now_ms)
@@ -143,12 +145,14 @@ if [ "$soak_min" != 0 ]; then
   t1=$(now_ms)
   steps=$(max_step "$run/train/metrics.jsonl")
   kill_session "$drv"; wait "$drv" 2>/dev/null || true
-  "$python" - "$run/robust/decisions.jsonl" "$t0" "$t1" "$alive" "$steps" "$soak_out" <<'PY'
+  "$python" - "$run/robust/decisions.jsonl" "$t0" "$t1" "$alive" "$steps" "$soak_out" \
+    "$straggler_threshold" <<'PY'
 import json, sys
-path, t0, t1, alive, steps, out = sys.argv[1:]
+path, t0, t1, alive, steps, out, threshold = sys.argv[1:]
 recs = [json.loads(l) for l in open(path)]
 states = [r["state"] for r in recs]
-soak = {"tool": "loom robust", "minutes": (int(t1) - int(t0)) / 60000.0,
+soak = {"tool": "loom robust", "straggler_threshold": float(threshold),
+        "minutes": (int(t1) - int(t0)) / 60000.0,
         "steps": int(steps), "still_running_at_end": alive == "1",
         "incidents": states.count("SUSPENDED"), "evictions": states.count("EVICT"),
         "attempts": states.count("LAUNCH"),
@@ -164,6 +168,7 @@ fi
 
 rows=$work/rows.jsonl
 : > "$rows"
+straggler_threshold=${straggler_threshold:-0.75}
 
 # ---------------------------------------------------------------- loom robust injections
 # One run: start the driver, wait until a random step after the first checkpoint (step 10),
@@ -216,10 +221,10 @@ for l in open(sys.argv[1]):
   final=$(max_step "$run/train/metrics.jsonl")
   "$python" - "$dec" "$inj" "$type" "$i" "$m" "$step0" "$rc" "$final" "$steps" "$inj_rc" \
     "$run/train/metrics.jsonl" "$cpu_fraction" "$label" "$(sha256sum < "$loom" | cut -c1-12)" \
-    >> "$rows" <<'PY'
+    "$straggler_threshold" >> "$rows" <<'PY'
 import json, sys
-dec, inj, ftype, idx, machine, step0, rc, final, steps, inj_rc, metrics, frac, label, sha = \
-    sys.argv[1:]
+dec, inj, ftype, idx, machine, step0, rc, final, steps, inj_rc, metrics, frac, label, sha, \
+    threshold = sys.argv[1:]
 if ftype == "straggler": ftype = "straggler@%s" % frac
 # The step at the incident: the last step attempt 0 logged (metrics.jsonl is appended by every
 # attempt; the step count drops where the restored attempt starts).
@@ -233,7 +238,7 @@ try:
 except OSError:
     pass
 row = {"tool": "loom robust",
-       "setup": "--heartbeat-ms 250 --confirm 2 --straggler-threshold 0.75, 1 standby",
+       "setup": "--heartbeat-ms 250 --confirm 2 --straggler-threshold %s, 1 standby" % threshold,
        "type": ftype, "index": int(idx), "injected": machine, "step_at_injection": int(step0),
        "step_at_incident": at_incident,
        "exit_code": int(rc), "finished": int(rc) == 0 and int(final) >= int(steps),
