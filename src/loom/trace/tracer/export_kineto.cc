@@ -111,7 +111,13 @@ void WriteArgs(std::ostream& out, const TraceRecord& r, const TracerOptions& o) 
   if (r.category == TraceCategory::kCollective) {
     out << ",\"Collective name\":";
     WriteEscaped(out, r.name != nullptr ? r.name : "unknown");
-    out << ",\"In msg nelems\":" << Elements(r) << ",\"Out msg nelems\":" << Elements(r)
+    // NCCL's (and Kineto's) convention: In = the input, Out = the output. loom records an
+    // all-gather's gathered output and a reduce-scatter's full input as `bytes`.
+    const std::string_view op = r.name != nullptr ? r.name : "";
+    const int64_t ranks = std::max(1, o.world_size);
+    const int64_t in = op == "allgather" ? Elements(r) / ranks : Elements(r);
+    const int64_t out_n = op == "reduce_scatter" ? Elements(r) / ranks : Elements(r);
+    out << ",\"In msg nelems\":" << in << ",\"Out msg nelems\":" << out_n
         << ",\"dtype\":\"" << KinetoDType(r.dtype) << "\",\"Group size\":" << o.world_size
         << ",\"Process Group Name\":\"default\"";
     if (o.world_size <= 64) {

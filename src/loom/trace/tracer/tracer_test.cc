@@ -301,7 +301,18 @@ TEST(TracerTest, RingStepsGiveOneSendAndOneRecvPerChunkWithMatchingFlowIds) {
   const json ar = EventsNamed(d0, "allreduce")[0]["args"];
   EXPECT_EQ(ar["Collective name"], "allreduce");
   EXPECT_EQ(ar["In msg nelems"], n);
+  EXPECT_EQ(ar["Out msg nelems"], n);
   EXPECT_EQ(ar["dtype"], "Float");
+  // NCCL's convention: a reduce-scatter's output and an all-gather's input are n / world.
+  ASSERT_EQ(EventsNamed(d0, "reduce_scatter").size(), 1u);
+  const json rs = EventsNamed(d0, "reduce_scatter")[0]["args"];
+  EXPECT_EQ(rs["In msg nelems"], n);
+  EXPECT_EQ(rs["Out msg nelems"], n / 2);
+  ASSERT_EQ(EventsNamed(d0, "allgather").size(), 1u);
+  const json ag = EventsNamed(d0, "allgather")[0]["args"];
+  EXPECT_EQ(ag["In msg nelems"], n / 2);
+  EXPECT_EQ(ag["Out msg nelems"], n);
+  EXPECT_EQ(ag["bytes"], n * 4);  // loom's own field keeps the gathered size
   EXPECT_EQ(ar["Group size"], 2);
   EXPECT_EQ(ar["seq"], 0);
   EXPECT_EQ(EventsNamed(d0, "SEND.allreduce.0~>1_3").size(), 1u);
