@@ -88,6 +88,17 @@ std::string SelfPath() {
   return ec ? std::string("loom") : p.string();
 }
 
+// The exit status of `sh -c cmd` (128 + signal when killed); the testbed exits kExitSkip (77)
+// when it cannot create network namespaces.
+constexpr int kExitSkip = 77;
+int RunShell(const std::string& cmd) {
+  const int status = std::system(cmd.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+Status TestbedUnavailable() {
+  return UnavailableError("SKIP: the testbed cannot create network namespaces");
+}
+
 // One `loom train` run of a configuration in the testbed.
 struct RunResult {
   std::string run_dir;
@@ -149,9 +160,8 @@ class Testbed {
     }
     const std::string log = scratch_ + "/" + name + ".log";
     cmd += " > " + ShellQuote(log) + " 2>&1";
-    const int status = std::system(cmd.c_str());
-    const int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    if (rc == 77) return UnavailableError("SKIP: the testbed cannot create network namespaces");
+    const int rc = RunShell(cmd);
+    if (rc == kExitSkip) return TestbedUnavailable();
     if (rc != 0) {
       return InternalError("run " + name + " (" + c.Name() + ") failed with status " +
                            std::to_string(rc) + "; see " + log);
@@ -244,9 +254,8 @@ Result<ev::LinkProbe> ProbeUnshapedLink(const ReplayBenchArgs& a, const std::str
                           " bench collectives --mpi off --ops reduce_scatter,allgather -b " +
                           size + " -e " + size + " -n 30 -w 5 --reps 5 --json " +
                           ShellQuote(out) + " > " + ShellQuote(log) + " 2>&1";
-  const int status = std::system(cmd.c_str());
-  const int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  if (rc == 77) return UnavailableError("SKIP: the testbed cannot create network namespaces");
+  const int rc = RunShell(cmd);
+  if (rc == kExitSkip) return TestbedUnavailable();
   if (rc != 0) {
     return InternalError("the unshaped link probe failed with status " + std::to_string(rc) +
                          "; see " + log + " (or pass --unshaped-gbit)");
