@@ -28,16 +28,32 @@ assert len(rows) == 4, len(rows)
 for r in rows:
     assert r["measured_ms"] > 0 and r["whatif_ms"] > 0 and r["baseline_sum_ms"] > 0, r
     assert r["baseline_sum_ms"] >= r["baseline_overlap_ms"], r
-# Bandwidth factors are tbf rate / base rate (200 Mbit), and every link of a shaped target at
-# another rate is capped at its TCP goodput (rate x 1448/1514), named in the what-if.
+# Bandwidth factors are tbf rate / base rate (200 Mbit). The unshaped veth was probed, and a
+# shaped target at another rate is predicted on the testbed's links: a token bucket at its TCP
+# goodput (rate x 1448/1514) with tbf's 256 KiB burst (of wire bytes) over the probed veth, or
+# the veth alone when it is not faster than that rate. The previous mapping is scored beside it.
+probe = d["results"]["unshaped_link"]
+veth = probe["model_rate_MBps"]
+assert probe["bytes"] == 1048576 and probe["goodput_MBps"] > 0 and veth > 0, probe
+assert probe["reduce_scatter"]["time_us"] > 0 and probe["allgather"]["time_us"] > 0, probe
+assert "whatif_scaled_fits" in s, sorted(s)
 by = {r["config"]: r for r in rows}
 for cfg, bps, ratio in [("1gbit/b0.25/ov/none", 1e9, 5.0), ("50mbit/b4/seq/none", 50e6, 0.25)]:
     assert abs(by[cfg]["bandwidth_scale"] - ratio) < 1e-9, (cfg, by[cfg]["bandwidth_scale"], ratio)
+    assert by[cfg]["whatif_scaled_fits_ms"] > 0, by[cfg]
     text = by[cfg]["whatif"]
-    assert "links at most " in text, (cfg, text)
-    cap = float(text.split("links at most ")[1].split(" MB/s")[0])
     want = bps / 8 * 1448 / 1514 / 1e6
-    assert abs(cap - want) < 1e-4 * want, (cfg, cap, want)
+    if veth > want:
+        assert text.startswith("links tbf ") or ", links tbf " in text, (cfg, text)
+        rate = float(text.split("links tbf ")[1].split(" MB/s")[0])
+        burst = float(text.split(" burst ")[1].split(" B at ")[0])
+        line = float(text.split(" B at ")[1].split(" MB/s")[0])
+        assert abs(rate - want) < 1e-4 * want, (cfg, rate, want)
+        assert abs(burst - 262144 * 1448 / 1514) < 1, (cfg, burst)
+        assert abs(line - veth) < 1e-4 * veth, (cfg, line, veth)
+    else:
+        rate = float(text.split("links ")[1].split(" MB/s")[0])
+        assert abs(rate - veth) < 1e-4 * veth, (cfg, rate, veth)
 assert by["200mbit/b0.25/ov/int4"]["whatif"].find("int4") >= 0, by["200mbit/b0.25/ov/int4"]
 assert len(d["results"]["base_runs"]) == 2  # the profile + one traced repetition
 print("json ok")
