@@ -182,6 +182,7 @@ struct SizeRun {
   size_t first_compressed = 0;
   std::unique_ptr<GaussianWorkload> workload;   // compressed arms' inputs and reference
   std::vector<std::vector<double>> times, cpu;  // per arm, per repetition: s per call
+  std::vector<double> slowest;                  // per arm: slowest single call (s), all ranks
   std::vector<double> rel_error;                // per compressed arm
   bool all_ok = true;
 
@@ -251,6 +252,7 @@ Status TimeArms(const CollArgs& a, comm::Communicator& c, SizeRun& r) {
   }
   r.times.assign(r.arms.size(), {});
   r.cpu.assign(r.arms.size(), {});
+  r.slowest.assign(r.arms.size(), 0.0);
   for (int rep = 0; rep < a.reps; ++rep) {
     // Arms interleaved within each repetition, and the order rotated between repetitions so
     // that no arm always runs first after the barrier.
@@ -261,16 +263,21 @@ Status TimeArms(const CollArgs& a, comm::Communicator& c, SizeRun& r) {
       LOOM_RETURN_IF_ERROR(c.Barrier());
       const double cpu0 = ProcessCpuSeconds();
       Stopwatch sw;
+      double slowest = 0;  // the tail: one stalled call shows here, not in the mean
       for (int it = 0; it < a.iters; ++it) {
+        const double t0 = sw.Seconds();
         LOOM_RETURN_IF_ERROR(r.arms[k]->Run().WithContext(r.arms[k]->name()));
+        slowest = std::max(slowest, sw.Seconds() - t0);
       }
       double t = sw.Seconds() / a.iters;
       double cpu = (ProcessCpuSeconds() - cpu0) / a.iters;
       // The slowest rank defines the collective's time; CPU time is the mean over ranks.
       LOOM_RETURN_IF_ERROR(c.AllReduce(TensorView::Of(&t, 1), comm::ReduceOp::kMax));
       LOOM_RETURN_IF_ERROR(c.AllReduce(TensorView::Of(&cpu, 1), comm::ReduceOp::kAvg));
+      LOOM_RETURN_IF_ERROR(c.AllReduce(TensorView::Of(&slowest, 1), comm::ReduceOp::kMax));
       r.times[k].push_back(t);
       r.cpu[k].push_back(cpu);
+      r.slowest[k] = std::max(r.slowest[k], slowest);
     }
   }
   return OkStatus();
@@ -311,6 +318,7 @@ nlohmann::json ReportSize(const SizeRun& r, int P, bool print_header, double* ra
                           {"algbw_GBps", total_bytes / st[k].median / 1e9},
                           {"busbw_GBps", busbw},
                           {"cpu_s_per_call", Summarize(r.cpu[k]).median},
+                          {"slowest_call_us", r.slowest[k] * 1e6},
                           {"wire_bytes_per_rank", bus_factor * total_bytes}};
     if (r.IsCompressed(k)) {
       const CompressedArm& ca = r.Compressed(k);
@@ -341,6 +349,8 @@ nlohmann::json ReportSize(const SizeRun& r, int P, bool print_header, double* ra
   for (size_t k = 0; k < n; ++k) {
     std::printf(" %*.2f", kCol, Summarize(r.cpu[k]).median * 1e3);
   }
+  std::printf("\n%12s", "slowest ms");
+  for (size_t k = 0; k < n; ++k) std::printf(" %*.2f", kCol, r.slowest[k] * 1e3);
   std::printf("\n");
   for (size_t k = r.first_compressed; k < n; ++k) {
     const nlohmann::json& arm = row["arms"][r.arms[k]->name()];
