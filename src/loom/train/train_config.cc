@@ -43,6 +43,7 @@ json TrainConfigToJson(const TrainConfig& c) {
       {"steps", c.steps},
       {"precision", c.precision},
       {"threads", c.threads},
+      {"sched", c.sched},
       {"model", nn::GptConfigToJson(c.model)},
       {"data", {{"source", c.data_source}, {"path", c.data_path}, {"val_fraction", c.val_fraction}}},
       {"batch", {{"global", c.global_batch}, {"micro", c.micro_batch}}},
@@ -128,6 +129,7 @@ Status Validate(const TrainConfig& c, int world) {
   LOOM_RETURN_IF_ERROR(Check(c.steps >= 1, "steps", "must be >= 1"));
   LOOM_RETURN_IF_ERROR(OneOf(c.precision, {"auto", "bf16", "fp32"}, "precision"));
   LOOM_RETURN_IF_ERROR(Check(c.threads >= 0, "threads", "must be >= 0"));
+  LOOM_RETURN_IF_ERROR(OneOf(c.sched, {"batch", "normal"}, "sched"));
   LOOM_RETURN_IF_ERROR(OneOf(c.data_source, {"bible", "file"}, "data.source"));
   LOOM_RETURN_IF_ERROR(Check(c.data_source != "file" || !c.data_path.empty(), "data.path",
                              "must name a text file when data.source=file"));
@@ -249,6 +251,7 @@ Result<TrainConfig> ResolveTrainConfig(const json* file, const std::vector<std::
     c.steps = j["steps"];
     c.precision = j["precision"];
     c.threads = j["threads"];
+    c.sched = j["sched"];
     LOOM_ASSIGN_OR_RETURN(c.model, nn::GptConfigFromJson(j["model"]));
     c.data_source = j["data"]["source"];
     c.data_path = j["data"]["path"];

@@ -112,6 +112,9 @@ struct TrainConfig {
   int64_t steps = 200;
   std::string precision = "auto";  // auto | bf16 | fp32
   int64_t threads = 0;             // compute threads per rank; 0: cores / local ranks
+  // Scheduling policy of the rank's threads while it trains: "batch" (SCHED_BATCH: no wake-up
+  // preemption between the compute and communication threads; base/thread_policy.h) or "normal".
+  std::string sched = "batch";
   nn::GptConfig model;
   std::string data_source = "bible";  // bible | file
   std::string data_path;              // for data.source=file

@@ -15,6 +15,7 @@
 #include "loom/base/clock.h"
 #include "loom/base/file_util.h"
 #include "loom/base/logging.h"
+#include "loom/base/thread_policy.h"
 #include "loom/base/trace_sink.h"
 #include "loom/monitor/app/app_reporter.h"
 #include "loom/nn/byte_tokenizer.h"
@@ -330,6 +331,15 @@ Result<TrainSummary> RunTraining(const TrainConfig& cfg, comm::Communicator& com
                                  const comm::WorldInfo& world, CheckpointHook* hook,
                                  std::ostream& out) {
   Run r(cfg, comm, world, out);
+  // Every thread of the rank so far (this one, Gloo's event loop) and every thread it starts from
+  // here (the reducer's, torch's) runs without wake-up preemption while training.
+  std::optional<ScopedBatchPolicy> batch_policy;
+  if (cfg.sched == "batch") {
+    batch_policy.emplace(ScopedBatchPolicy::Scope::kProcess);
+    if (!batch_policy->ok()) {
+      LOOM_LOG(WARNING, "train") << "sched=batch: " << batch_policy->status().message();
+    }
+  }
   // Application metrics for `loom monitor agent` when LOOM_MONITOR_SOCKET is set; never blocks.
   std::unique_ptr<monitor::AppReporter> app = monitor::AppReporter::FromEnv(comm.rank());
   CollectiveReporter collective_reporter(comm, app.get());
