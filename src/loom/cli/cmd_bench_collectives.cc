@@ -14,10 +14,12 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include "loom/base/clock.h"
 #include "loom/base/file_util.h"
+#include "loom/base/thread_policy.h"
 #include "loom/cli/bench_arm.h"
 #include "loom/cli/bench_compressed_arm.h"
 #include "loom/cli/bench_report.h"
@@ -45,6 +47,7 @@ struct CollArgs {
   int nproc = 2;
   std::string mpi = "auto";     // auto | on | off
   std::string mpi_btl = "tcp";  // tcp | vader (shared memory)
+  std::string sched = "batch";  // every arm's threads: batch (as loom train) | normal
   std::string json;
   std::string loom_segments;  // extra loom arms with these ring segment sizes (tuning)
   std::string compress;       // codec specs: one compressed arm each (allreduce, reduce_scatter)
@@ -377,6 +380,9 @@ int RunRank(const CollArgs& a) {
   if (Status s = MpiInit(); !s.ok()) return fail(s);
   comm::Communicator& c = *ctx->comm;
   const int P = c.size(), rank = c.rank();
+  // The same policy for every arm, as `loom train sched=...` runs its threads.
+  std::optional<ScopedBatchPolicy> batch_policy;
+  if (a.sched == "batch") batch_policy.emplace(ScopedBatchPolicy::Scope::kProcess);
   const bool leader = rank == 0;
   auto lo = ParseBytes(a.min_bytes), hi = ParseBytes(a.max_bytes);
   if (!lo.ok() || !hi.ok()) return fail(lo.ok() ? hi.status() : lo.status());
@@ -403,6 +409,7 @@ int RunRank(const CollArgs& a) {
                         ? std::string("Gloo TCP for loom and Gloo, this host at ") + host_addr
                         : std::string("Gloo TCP over loopback for loom and Gloo")},
       {"compress", a.compress},
+      {"sched", batch_policy && batch_policy->ok() ? "batch" : "normal"},
       {"memcpy_GBps_1core", memcpy_gbps}};
   if (!a.compress.empty()) {
     config["compressed_arms"] =
@@ -514,6 +521,9 @@ void RegisterBenchCollectives(CLI::App& bench, CliContext* ctx) {
   cmd->add_option("--mpi-btl", a->mpi_btl, "OpenMPI transport: tcp (as Gloo) or vader (shm)")
       ->check(CLI::IsMember({"tcp", "vader"}));
   cmd->add_option("--json", a->json, "write results as JSON");
+  cmd->add_option("--sched", a->sched,
+                  "scheduling policy of every arm's threads: batch (as loom train) or normal")
+      ->check(CLI::IsMember({"batch", "normal"}));
   cmd->add_option("--loom-segments", a->loom_segments,
                   "extra loom arms with these ring segment sizes, e.g. 64K,256K (tuning)");
   cmd->add_option("--compress", a->compress,

@@ -31,6 +31,7 @@ struct BenchTrainArgs {
   std::string peer = std::string(LOOM_SOURCE_DIR) + "/bench/ddp_peer.py";
   std::string work_dir;
   std::string json;
+  bool sched_ablation = false;  // + loom with sched=normal, + the DDP peer under SCHED_BATCH
   std::vector<std::string> overrides;
 };
 
@@ -51,6 +52,7 @@ int Run(const BenchTrainArgs& a, const CliContext& ctx) {
   nlohmann::json config = {{"steps", a.steps},     {"reps", a.reps},
                            {"precisions", a.precisions}, {"nproc", a.nproc},
                            {"threads_per_rank", a.threads}, {"overrides", a.overrides},
+                           {"loom_sched", cfg->sched}, {"sched_ablation", a.sched_ablation},
                            {"model", nn::GptConfigToJson(cfg->model)},
                            {"global_batch", cfg->global_batch}, {"micro_batch", cfg->micro_batch},
                            {"peer", "PyTorch DDP (gloo), " + a.peer}, {"work_dir", work}};
@@ -61,7 +63,7 @@ int Run(const BenchTrainArgs& a, const CliContext& ctx) {
 
   nlohmann::json results = nlohmann::json::array();
   nlohmann::json by_precision = nlohmann::json::object();
-  std::printf("\n%-9s %-5s %12s %10s %10s %7s %10s\n", "precision", "impl", "tokens/s", "p10",
+  std::printf("\n%-9s %-11s %12s %10s %10s %7s %10s\n", "precision", "impl", "tokens/s", "p10",
               "p90", "MFU", "loss@K");
   for (const std::string& prec : Split(a.precisions)) {
     auto peak = train::MeasureGemmPeak(prec == "bf16" ? at::kBFloat16 : at::kFloat, a.threads);
@@ -88,7 +90,28 @@ int Run(const BenchTrainArgs& a, const CliContext& ctx) {
       po.argv = {a.python, a.peer, "--config", loom_dir + "/config.json", "--init", init,
                  "--data", corpus_path, "--out", work + "/ddp-" + tag, "--precision", prec};
       if (Status s = RunArm("ddp peer", po, work + "/ddp-" + tag + ".log"); !s.ok()) return fail(s);
-      for (auto [impl, dir] : {std::pair{"loom", loom_dir}, std::pair{"ddp", work + "/ddp-" + tag}}) {
+      std::vector<std::pair<std::string, std::string>> runs = {{"loom", loom_dir},
+                                                               {"ddp", work + "/ddp-" + tag}};
+      if (a.sched_ablation) {
+        // The scheduling policy apart from the implementation: loom under the default policy,
+        // and the peer with every thread under SCHED_BATCH as `loom train sched=batch` runs.
+        comm::LaunchOptions ln = lo;
+        const std::string normal_dir = work + "/loom_normal-" + tag;
+        for (std::string& arg : ln.argv) {
+          if (arg == "run_dir=" + loom_dir) arg = "run_dir=" + normal_dir;
+          if (arg.rfind("init.export=", 0) == 0) arg = "init.export=" + work + "/init2.safetensors";
+        }
+        ln.argv.push_back("sched=normal");
+        if (Status s = RunArm("loom sched=normal", ln, normal_dir + ".log"); !s.ok()) return fail(s);
+        comm::LaunchOptions pb = po;
+        const std::string batch_dir = work + "/ddp_batch-" + tag;
+        pb.argv[pb.argv.size() - 3] = batch_dir;  // --out
+        pb.argv.insert(pb.argv.begin(), {"chrt", "--batch", "0"});
+        if (Status s = RunArm("ddp peer (batch)", pb, batch_dir + ".log"); !s.ok()) return fail(s);
+        runs.push_back({"loom_normal", normal_dir});
+        runs.push_back({"ddp_batch", batch_dir});
+      }
+      for (const auto& [impl, dir] : runs) {
         auto m = ReadRunMetrics(dir + "/metrics.jsonl");
         if (!m.ok()) return fail(m.status());
         tps[impl].insert(tps[impl].end(), m->step_tps.begin(), m->step_tps.end());
@@ -96,11 +119,12 @@ int Run(const BenchTrainArgs& a, const CliContext& ctx) {
       }
     }
     nlohmann::json entry;
-    for (const char* impl : {"loom", "ddp"}) {
+    for (const auto& [impl, unused] : tps) {
       Stats st = Summarize(tps[impl]);
       double mfu = train::Mfu(st.median, flops_per_token, a.nproc, peak->flops);
       double lk = loss[impl].rbegin()->second;
-      std::printf("%-9s %-5s %12.0f %10.0f %10.0f %6.1f%% %10.4f\n", prec.c_str(), impl, st.median,
+      std::printf("%-9s %-11s %12.0f %10.0f %10.0f %6.1f%% %10.4f\n", prec.c_str(), impl.c_str(),
+                  st.median,
                   st.p10, st.p90, 100 * mfu, lk);
       entry[impl] = {{"tokens_per_s_median", st.median}, {"tokens_per_s_p10", st.p10},
                      {"tokens_per_s_p90", st.p90},       {"steps_measured", st.n},
@@ -115,7 +139,7 @@ int Run(const BenchTrainArgs& a, const CliContext& ctx) {
     }
     double delta_k = std::fabs(entry["loom"]["loss_at_k"].get<double>() -
                                entry["ddp"]["loss_at_k"].get<double>());
-    std::printf("%-9s %-5s %11.2fx %32s %10.4f  (max |loss delta| over steps %.4f)\n", prec.c_str(),
+    std::printf("%-9s %-11s %11.2fx %32s %10.4f  (max |loss delta| over steps %.4f)\n", prec.c_str(),
                 "ratio", ratio, "loss delta at K:", delta_k, max_delta);
     std::fflush(stdout);
     entry["tokens_per_s_ratio"] = ratio;
@@ -165,6 +189,8 @@ void RegisterBenchTrain(CLI::App& bench, CliContext* ctx) {
   cmd->add_option("--peer", a->peer, "the DDP peer script");
   cmd->add_option("--work-dir", a->work_dir, "where runs and logs go (default /tmp/...)");
   cmd->add_option("--json", a->json, "write results as JSON");
+  cmd->add_flag("--sched-ablation", a->sched_ablation,
+                "also run loom with sched=normal and the DDP peer under SCHED_BATCH (chrt)");
   cmd->add_option("overrides", a->overrides, "loom train key=value settings for both arms");
   cmd->callback([a, ctx] { ctx->exit_code = Run(*a, *ctx); });
 }

@@ -17,6 +17,7 @@ TEST(TrainConfigTest, DefaultsResolveAndOverridesApply) {
   EXPECT_DOUBLE_EQ(c->optim.lr, 3e-4);
   EXPECT_EQ(c->AccumulationSteps(2), 1);
   EXPECT_EQ(c->data_path, "/tmp/x.txt");
+  EXPECT_EQ(c->sched, "batch");
   // Round trip through JSON gives the same config.
   nlohmann::json j = TrainConfigToJson(*c);
   auto again = ResolveTrainConfig(&j, {}, 2);
@@ -78,6 +79,7 @@ TEST(TrainConfigTest, BadValuesNameTheKey) {
       {{"data.source=file"}, "data.path"},
       {{"optim.min_lr=1"}, "optim.min_lr"},
       {{"steps=ten"}, "expected an integer"},
+      {{"sched=fifo"}, "'sched': 'fifo' is not one of batch, normal"},
   };
   for (const Case& k : cases) {
     auto c = ResolveTrainConfig(nullptr, k.overrides, 2);
