@@ -245,15 +245,21 @@ json ScoreJson(const ev::PredictorScore& s, const std::vector<ev::EvalConfig>& g
 }
 
 // The unshaped veth pair's payload rate: `loom bench collectives` (reduce-scatter and all-gather,
-// loom's arm) of `bytes` between the two namespaces without tbf.
+// loom's arm) of `bytes` between the two namespaces without tbf, under the scheduling policy the
+// runs train with (their `sched=` key; loom train's default is batch).
 Result<ev::LinkProbe> ProbeUnshapedLink(const ReplayBenchArgs& a, const std::string& scratch,
                                         int64_t bytes) {
   const std::string out = scratch + "/link_probe.json", log = scratch + "/link_probe.log";
   const std::string size = std::to_string(bytes);
+  std::string sched = "batch";
+  for (const std::string& k : a.train_keys) {
+    if (k.rfind("sched=", 0) == 0) sched = k.substr(6);
+  }
   const std::string cmd = "exec " + ShellQuote(a.testbed) + " -- " + ShellQuote(a.loom) +
                           " bench collectives --mpi off --ops reduce_scatter,allgather -b " +
-                          size + " -e " + size + " -n 30 -w 5 --reps 5 --json " +
-                          ShellQuote(out) + " > " + ShellQuote(log) + " 2>&1";
+                          size + " -e " + size + " -n 30 -w 5 --reps 5 --sched " +
+                          ShellQuote(sched) + " --json " + ShellQuote(out) + " > " +
+                          ShellQuote(log) + " 2>&1";
   const int rc = RunShell(cmd);
   if (rc == kExitSkip) return TestbedUnavailable();
   if (rc != 0) {

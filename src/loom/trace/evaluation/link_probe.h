@@ -1,9 +1,11 @@
 // The unshaped link's capacity for `loom bench replay`, measured instead of assumed. Before the
 // grid runs, the bench times loom's own reduce-scatter and all-gather of the trainer's gradient
 // size between the two namespaces with no tbf (`loom bench collectives --json`, the same Gloo
-// TCP pairs and ring the trainer uses). On a small shared host that veth pair is not a 10 Gbit/s
-// link: every byte is copied by the kernel on both ends and every ring step wakes a thread, so a
-// 1 MiB reduce-scatter ran at 0.14-0.3 GB/s of payload here. The what-if of an "unshaped"
+// TCP pairs and ring the trainer uses, under the same scheduling policy). On a small shared host
+// that veth pair is not a 10 Gbit/s link: every byte is copied by the kernel on both ends and every
+// ring step wakes a thread, so a 1 MiB reduce-scatter ran at 0.14-0.3 GB/s of payload here under
+// the default policy and 0.7-0.9 GB/s under SCHED_BATCH (loom train's default). The what-if of an
+// "unshaped"
 // configuration uses this goodput (BandwidthModel::unshaped_bits_per_s) as its bandwidth and cap.
 //
 //   LOOM_ASSIGN_OR_RETURN(LinkProbe p, ReadLinkProbe("probe.json"));

@@ -122,6 +122,65 @@ Status ApplyLinkWhatIf(dfg::ModelSpec* spec, const WhatIf& w) {
   return OkStatus();
 }
 
+namespace {
+
+// ZeRO-1 gathers the updated parameters bucket by bucket (train/dp_optimizer.cc), after the
+// gradient-norm all-reduce: a profile whose update collectives hold one contiguous run of
+// all-gathers, one per bucket, gets one per new bucket, its bytes in the same proportion to the
+// bucket's gradient bytes as before, each rank's mean Sync cost of the run and no measured finish
+// time. Update collectives of any other shape are left as they were.
+void RegroupPerBucketUpdates(dfg::ModelSpec* spec, int old_buckets) {
+  std::vector<dfg::UpdateCollective>& updates = spec->update_collectives;
+  const int total = static_cast<int>(updates.size());
+  int first = 0;
+  while (first < total && updates[first].kind != dfg::CollectiveKind::kAllGather) ++first;
+  const int last = first + old_buckets;  // one past the run
+  if (old_buckets <= 0 || last > total) return;
+  double update_bytes = 0, grad_bytes = 0;
+  for (int u = 0; u < total; ++u) {
+    const bool in_run = u >= first && u < last;
+    if (in_run != (updates[u].kind == dfg::CollectiveKind::kAllGather)) return;
+    if (in_run) update_bytes += static_cast<double>(updates[u].bytes);
+  }
+  for (const dfg::GradientPiece& g : spec->grads) grad_bytes += static_cast<double>(g.bytes);
+  if (!(grad_bytes > 0)) return;
+  const int n = spec->num_buckets();
+  std::vector<dfg::UpdateCollective> regrouped(updates.begin(), updates.begin() + first);
+  for (int b = 0; b < n; ++b) {
+    const int end = b + 1 < n ? spec->bucket_begin[b + 1] : static_cast<int>(spec->grads.size());
+    double bytes = 0;
+    for (int i = spec->bucket_begin[b]; i < end; ++i) {
+      bytes += static_cast<double>(spec->grads[i].bytes);
+    }
+    regrouped.push_back({std::llround(bytes * update_bytes / grad_bytes),
+                         dfg::CollectiveKind::kAllGather});
+  }
+  regrouped.insert(regrouped.end(), updates.begin() + last, updates.end());
+  updates = std::move(regrouped);
+  // Per-collective measurements: kept outside the run; the run's mean Sync, no finish time.
+  auto rebuild = [&](std::vector<double>& v, bool mean) {
+    if (v.empty()) return;
+    std::vector<double> out;
+    double sum = 0;
+    int count = 0;
+    for (int u = 0; u < total; ++u) {
+      const double x = u < static_cast<int>(v.size()) ? v[u] : 0;
+      if (u < first) out.push_back(x);
+      if (u >= first && u < last && u < static_cast<int>(v.size())) sum += x, ++count;
+    }
+    const double fill = mean && count > 0 ? sum / count : 0;
+    out.insert(out.end(), n, fill);
+    for (int u = last; u < static_cast<int>(v.size()); ++u) out.push_back(v[u]);
+    v = std::move(out);
+  };
+  for (dfg::RankModel& m : spec->ranks) {
+    rebuild(m.update_sync_ns, true);
+    rebuild(m.update_finish_ns, false);
+  }
+}
+
+}  // namespace
+
 Status RegroupBuckets(dfg::ModelSpec* spec, int64_t max_bytes) {
   if (max_bytes <= 0) return InvalidArgumentError("what-if bucket: size must be > 0 bytes");
   if (!spec->bucket_codec.empty()) {
@@ -134,11 +193,13 @@ Status RegroupBuckets(dfg::ModelSpec* spec, int64_t max_bytes) {
   }
   const dfg::CodecModel codec =
       spec->bucket_codec.empty() ? dfg::CodecModel{} : spec->bucket_codec[0];
+  const int old_buckets = spec->num_buckets();
   spec->bucket_begin = dfg::BucketsByBytes(spec->grads, max_bytes);
   for (dfg::RankModel& m : spec->ranks) {  // new buckets: the spec's Sync, no finish time
     m.bucket_sync_ns.clear();
     m.bucket_finish_ns.clear();
   }
+  RegroupPerBucketUpdates(spec, old_buckets);
   if (!spec->bucket_codec.empty()) spec->bucket_codec.assign(spec->num_buckets(), codec);
   return OkStatus();
 }

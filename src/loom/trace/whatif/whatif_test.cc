@@ -150,6 +150,71 @@ TEST(WhatIfTest, BucketRegroupingPreservesBytesAndChangesBuckets) {
   EXPECT_DOUBLE_EQ(Predict(s, one), 4100 + 2000 + 10);
 }
 
+// ZeRO-1 gathers parameters bucket by bucket: one all-gather per bucket follows the regrouping.
+TEST(WhatIfTest, BucketRegroupingRegroupsPerBucketParameterGathers) {
+  ModelSpec s = Overlapping();
+  s.update_collectives.assign(4, {500, dfg::CollectiveKind::kAllGather});
+  for (dfg::RankModel& m : s.ranks) {
+    m.update_sync_ns = {10, 20, 30, 40};
+    m.update_finish_ns = {5, 5, 5, 5};
+  }
+  auto count_update_syncs = [](const WhatIfResult& r) {
+    int n = 0;
+    for (int v : r.graph.NodesOf(NodeKind::kSync, 0)) {
+      n += r.graph.nodes()[v].name.find("Update.") != std::string::npos;
+    }
+    return n;
+  };
+  WhatIf two;
+  two.bucket_bytes = 1000;
+  auto r2 = RunWhatIf(s, two);
+  ASSERT_TRUE(r2.ok()) << r2.status();
+  ASSERT_EQ(r2->spec.update_collectives.size(), 2u);
+  EXPECT_EQ(r2->spec.update_collectives[0].bytes, 1000);
+  EXPECT_EQ(r2->spec.update_collectives[1].bytes, 1000);
+  EXPECT_EQ(r2->spec.ranks[1].update_sync_ns, (std::vector<double>{25, 25}));
+  EXPECT_EQ(r2->spec.ranks[1].update_finish_ns, (std::vector<double>{0, 0}));
+  EXPECT_EQ(count_update_syncs(*r2), 2);
+
+  WhatIf one;
+  one.bucket_bytes = int64_t{1} << 30;
+  auto r1 = RunWhatIf(s, one);
+  ASSERT_TRUE(r1.ok()) << r1.status();
+  ASSERT_EQ(r1->spec.update_collectives.size(), 1u);
+  EXPECT_EQ(r1->spec.update_collectives[0].bytes, 2000);
+  EXPECT_EQ(count_update_syncs(*r1), 1);
+  // Without a bucket what-if the profile's four stay.
+  WhatIf none;
+  auto base = RunWhatIf(s, none);
+  ASSERT_TRUE(base.ok());
+  EXPECT_EQ(count_update_syncs(*base), 4);
+
+  // The gradient-norm all-reduce before the gathers keeps its place and its measurements.
+  ModelSpec norm = s;
+  norm.update_collectives.insert(norm.update_collectives.begin(),
+                                 {8, dfg::CollectiveKind::kAllReduce});
+  for (dfg::RankModel& m : norm.ranks) {
+    m.update_sync_ns = {7, 10, 20, 30, 40};
+    m.update_finish_ns = {3, 5, 5, 5, 5};
+  }
+  auto rn = RunWhatIf(norm, one);
+  ASSERT_TRUE(rn.ok()) << rn.status();
+  ASSERT_EQ(rn->spec.update_collectives.size(), 2u);
+  EXPECT_EQ(rn->spec.update_collectives[0].kind, dfg::CollectiveKind::kAllReduce);
+  EXPECT_EQ(rn->spec.update_collectives[0].bytes, 8);
+  EXPECT_EQ(rn->spec.update_collectives[1].bytes, 2000);
+  EXPECT_EQ(rn->spec.ranks[0].update_sync_ns, (std::vector<double>{7, 25}));
+  EXPECT_EQ(rn->spec.ranks[0].update_finish_ns, (std::vector<double>{3, 0}));
+
+  // Update collectives that are not one all-gather per bucket are left alone.
+  ModelSpec other = Overlapping();
+  other.update_collectives = {{2000, dfg::CollectiveKind::kAllGather}};
+  auto r3 = RunWhatIf(other, two);
+  ASSERT_TRUE(r3.ok());
+  ASSERT_EQ(r3->spec.update_collectives.size(), 1u);
+  EXPECT_EQ(r3->spec.update_collectives[0].bytes, 2000);
+}
+
 TEST(WhatIfTest, StragglerAppliesDproRatioToComputeOfOneRank) {
   WhatIf w;
   w.stragglers = {{1, 2.0}};
