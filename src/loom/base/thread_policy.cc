@@ -53,8 +53,8 @@ ScopedBatchPolicy::ScopedBatchPolicy(Scope scope) {
   const bool any_batch = !changed_.empty() || (scope == Scope::kThread &&
                                                ThreadPolicyName() == "batch");
   if (!any_batch) {
-    status_ = FailedPreconditionError(why.empty() ? "no thread to change" : why +
-                                                                                 "; left unchanged");
+    status_ = FailedPreconditionError(why.empty() ? std::string("no thread to change")
+                                                  : why + "; left unchanged");
   }
 }
 

@@ -358,7 +358,8 @@ Status RunBenchReplay(ReplayBenchArgs a) {
                   {"goodput_MBps", probe.goodput_bytes_per_s / 1e6},
                   {"model_rate_MBps", veth / 1e6}};
     for (const ev::LinkProbeOp& op : probe.ops) {
-      probe_json[op.op] = {{"time_us", op.time_us}, {"wire_bytes_per_rank", op.wire_bytes_per_rank}};
+      probe_json[op.op] = {{"time_us", op.time_us},
+                           {"wire_bytes_per_rank", op.wire_bytes_per_rank}};
     }
     std::printf("# unshaped link: %.1f MB/s of payload, %.1f MB/s net of the profile's latencies "
                 "(%s)\n", probe.goodput_bytes_per_s / 1e6, veth / 1e6, probe_json.dump().c_str());
@@ -388,6 +389,9 @@ Status RunBenchReplay(ReplayBenchArgs a) {
   // 3. Run every configuration for real, interleaved.
   std::vector<std::vector<double>> samples(grid.size());  // measured step times, all reps
   std::vector<BaseReplay> base_replays;
+  // The tracer-overhead estimator applied to untraced runs at the base rate, where tracing
+  // cannot be the cause: its spread is the estimator's noise floor (per configuration, pooled).
+  std::map<size_t, std::vector<double>> placebo;
   LOOM_ASSIGN_OR_RETURN(BaseReplay first, ReplayBaseRun(profile_run, mo));
   base_replays.push_back(first);
   for (int rep = 0; rep < a.reps; ++rep) {
@@ -401,6 +405,9 @@ Status RunBenchReplay(ReplayBenchArgs a) {
       if (traced) {
         LOOM_ASSIGN_OR_RETURN(BaseReplay b, ReplayBaseRun(run, mo));
         base_replays.push_back(b);
+      } else if (grid[i].rate == grid[0].rate) {
+        const std::vector<double> t = OverheadTriples(run.step_ms);
+        placebo[i].insert(placebo[i].end(), t.begin(), t.end());
       }
       std::printf("# rep %d/%d  %-24s median %.2f ms\n", rep + 1, a.reps, grid[i].Name().c_str(),
                   Median(v));
@@ -472,6 +479,21 @@ Status RunBenchReplay(ReplayBenchArgs a) {
   // untraced neighbours (short runs).
   const double overhead = triples.empty() ? Median(overheads) : Median(triples);
   const double overhead_per_run_median = Median(overheads);
+  std::vector<double> placebo_pooled, placebo_per_config;
+  for (const auto& [i, t] : placebo) {
+    if (t.empty()) continue;
+    placebo_pooled.insert(placebo_pooled.end(), t.begin(), t.end());
+    placebo_per_config.push_back(Median(t));
+  }
+  const double placebo_median = placebo_pooled.empty() ? 0.0 : Median(placebo_pooled);
+  const double placebo_lo = placebo_per_config.empty()
+                                ? 0
+                                : *std::min_element(placebo_per_config.begin(),
+                                                    placebo_per_config.end());
+  const double placebo_hi = placebo_per_config.empty()
+                                ? 0
+                                : *std::max_element(placebo_per_config.begin(),
+                                                    placebo_per_config.end());
   const double clock_us = clock.max_abs_error_ns / 1e3;
 
   std::printf(
@@ -494,6 +516,15 @@ Status RunBenchReplay(ReplayBenchArgs a) {
       "tracer overhead (each traced step vs its two untraced neighbours, %zu steps of %zu runs): "
       "%+.2f %% (median of per-run medians %+.2f %%)\n",
       triples.size(), base_replays.size(), 100 * overhead, 100 * overhead_per_run_median);
+  if (!placebo_pooled.empty()) {
+    std::printf(
+        "tracer overhead placebo (the same estimator on %zu untraced runs' steps at %s, %zu "
+        "configs): pooled %+.2f %%, per config %+.2f ... %+.2f %%: the traced estimate is %s\n",
+        placebo_pooled.size(), grid[0].rate.c_str(), placebo_per_config.size(),
+        100 * placebo_median, 100 * placebo_lo, 100 * placebo_hi,
+        overhead >= placebo_lo && overhead <= placebo_hi ? "inside that range (noise)"
+                                                         : "outside that range");
+  }
   std::printf("clock-offset recovery (%zu synthetic skews, 0 to +-1 s): max error %.1f us\n",
               clock.cases.size(), clock_us);
   std::printf(
@@ -512,6 +543,9 @@ Status RunBenchReplay(ReplayBenchArgs a) {
                   {"tracer_overhead", overhead},
                   {"tracer_overhead_steps", triples.size()},
                   {"tracer_overhead_per_run_median", overhead_per_run_median},
+                  {"tracer_overhead_placebo", placebo_median},
+                  {"tracer_overhead_placebo_range", {placebo_lo, placebo_hi}},
+                  {"tracer_overhead_placebo_steps", placebo_pooled.size()},
                   {"kendall_tau", wi.kendall_tau},
                   {"clock_offset_max_error_us", clock_us},
                   {"predicted_best", grid[opt.picked].Name()},

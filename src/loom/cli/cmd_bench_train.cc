@@ -102,7 +102,8 @@ int Run(const BenchTrainArgs& a, const CliContext& ctx) {
           if (arg.rfind("init.export=", 0) == 0) arg = "init.export=" + work + "/init2.safetensors";
         }
         ln.argv.push_back("sched=normal");
-        if (Status s = RunArm("loom sched=normal", ln, normal_dir + ".log"); !s.ok()) return fail(s);
+        Status s = RunArm("loom sched=normal", ln, normal_dir + ".log");
+        if (!s.ok()) return fail(s);
         comm::LaunchOptions pb = po;
         const std::string batch_dir = work + "/ddp_batch-" + tag;
         pb.argv[pb.argv.size() - 3] = batch_dir;  // --out
@@ -139,7 +140,8 @@ int Run(const BenchTrainArgs& a, const CliContext& ctx) {
     }
     double delta_k = std::fabs(entry["loom"]["loss_at_k"].get<double>() -
                                entry["ddp"]["loss_at_k"].get<double>());
-    std::printf("%-9s %-11s %11.2fx %32s %10.4f  (max |loss delta| over steps %.4f)\n", prec.c_str(),
+    std::printf("%-9s %-11s %11.2fx %32s %10.4f  (max |loss delta| over steps %.4f)\n",
+                prec.c_str(),
                 "ratio", ratio, "loss delta at K:", delta_k, max_delta);
     std::fflush(stdout);
     entry["tokens_per_s_ratio"] = ratio;
