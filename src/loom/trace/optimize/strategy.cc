@@ -139,6 +139,7 @@ Result<dfg::ModelSpec> ApplyStrategy(const dfg::ModelSpec& base, const Strategy&
   }
   dfg::ModelSpec spec = base;
   spec.bucket_begin = s.bucket_begin;
+  whatif::RegroupPerBucketGathers(&spec, base.bucket_begin);
   spec.overlap = s.overlap;
   // Per-bucket measured Sync/finish survive for buckets the strategy keeps unchanged.
   for (int r = 0; r < spec.world_size; ++r) {

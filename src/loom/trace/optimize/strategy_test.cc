@@ -83,6 +83,34 @@ TEST(StrategyTest, MatchesWhatIfRegroupAndCompression) {
   EXPECT_DOUBLE_EQ(*PredictStrategy(s, st_off), want->predicted.iteration_ns);
 }
 
+// With ZeRO-1's per-bucket parameter all-gathers in the profile, a strategy that regroups the
+// buckets prices the same gathers as the bucket what-if, and the base strategy keeps them as
+// measured.
+TEST(StrategyTest, RegroupsPerBucketGathersAsTheWhatIfDoes) {
+  dfg::ModelSpec s = Spec();
+  s.update_collectives = {{8, dfg::CollectiveKind::kAllReduce},
+                          {2000, dfg::CollectiveKind::kAllGather},
+                          {2000, dfg::CollectiveKind::kAllGather}};
+  for (dfg::RankModel& m : s.ranks) m.update_sync_ns = {5, 30, 50};
+  whatif::WhatIf w;
+  w.bucket_bytes = int64_t{1} << 20;  // one bucket
+  auto want = whatif::RunWhatIf(s, w);
+  ASSERT_TRUE(want.ok()) << want.status();
+  ASSERT_EQ(want->spec.update_collectives.size(), 2u);
+  auto applied = ApplyStrategy(s, Strategy{{0}, {"none"}, true});
+  ASSERT_TRUE(applied.ok()) << applied.status();
+  ASSERT_EQ(applied->update_collectives.size(), 2u);
+  EXPECT_EQ(applied->update_collectives[1].bytes, 4000);
+  EXPECT_EQ(applied->ranks[0].update_sync_ns, (std::vector<double>{5, 40}));
+  auto got = PredictStrategy(s, Strategy{{0}, {"none"}, true});
+  ASSERT_TRUE(got.ok());
+  EXPECT_DOUBLE_EQ(*got, want->predicted.iteration_ns);
+  auto same = ApplyStrategy(s, Strategy::FromSpec(s));
+  ASSERT_TRUE(same.ok());
+  EXPECT_EQ(same->update_collectives.size(), 3u);
+  EXPECT_EQ(same->ranks[0].update_sync_ns, (std::vector<double>{5, 30, 50}));
+}
+
 TEST(StrategyTest, CodecTableOverridesDefaults) {
   dfg::ModelSpec s = Spec();
   CodecTable t;

@@ -122,14 +122,9 @@ Status ApplyLinkWhatIf(dfg::ModelSpec* spec, const WhatIf& w) {
   return OkStatus();
 }
 
-namespace {
-
-// ZeRO-1 gathers the updated parameters bucket by bucket (train/dp_optimizer.cc), after the
-// gradient-norm all-reduce: a profile whose update collectives hold one contiguous run of
-// all-gathers, one per bucket, gets one per new bucket, its bytes in the same proportion to the
-// bucket's gradient bytes as before, each rank's mean Sync cost of the run and no measured finish
-// time. Update collectives of any other shape are left as they were.
-void RegroupPerBucketUpdates(dfg::ModelSpec* spec, int old_buckets) {
+void RegroupPerBucketGathers(dfg::ModelSpec* spec, const std::vector<int>& old_bucket_begin) {
+  if (spec->bucket_begin == old_bucket_begin) return;  // keep the measured per-collective costs
+  const int old_buckets = static_cast<int>(old_bucket_begin.size());
   std::vector<dfg::UpdateCollective>& updates = spec->update_collectives;
   const int total = static_cast<int>(updates.size());
   int first = 0;
@@ -179,7 +174,6 @@ void RegroupPerBucketUpdates(dfg::ModelSpec* spec, int old_buckets) {
   }
 }
 
-}  // namespace
 
 Status RegroupBuckets(dfg::ModelSpec* spec, int64_t max_bytes) {
   if (max_bytes <= 0) return InvalidArgumentError("what-if bucket: size must be > 0 bytes");
@@ -193,13 +187,13 @@ Status RegroupBuckets(dfg::ModelSpec* spec, int64_t max_bytes) {
   }
   const dfg::CodecModel codec =
       spec->bucket_codec.empty() ? dfg::CodecModel{} : spec->bucket_codec[0];
-  const int old_buckets = spec->num_buckets();
+  const std::vector<int> old_bucket_begin = spec->bucket_begin;
   spec->bucket_begin = dfg::BucketsByBytes(spec->grads, max_bytes);
   for (dfg::RankModel& m : spec->ranks) {  // new buckets: the spec's Sync, no finish time
     m.bucket_sync_ns.clear();
     m.bucket_finish_ns.clear();
   }
-  RegroupPerBucketUpdates(spec, old_buckets);
+  RegroupPerBucketGathers(spec, old_bucket_begin);
   if (!spec->bucket_codec.empty()) spec->bucket_codec.assign(spec->num_buckets(), codec);
   return OkStatus();
 }

@@ -83,6 +83,13 @@ Status ShapeLinks(dfg::ModelSpec* spec, const LinkShape& shape);
 // The link passes of `w` (bandwidth × k, cap, shape) in ApplyWhatIf's order.
 Status ApplyLinkWhatIf(dfg::ModelSpec* spec, const WhatIf& w);
 Status RegroupBuckets(dfg::ModelSpec* spec, int64_t max_bytes);
+// ZeRO-1 gathers the updated parameters bucket by bucket (train/dp_optimizer.cc), after the
+// gradient-norm all-reduce. When `spec`'s buckets differ from `old_bucket_begin` and its update
+// collectives hold one contiguous run of all-gathers, one per old bucket, the run becomes one
+// all-gather per new bucket: bytes in the same proportion to the bucket's gradient bytes as
+// before, each rank's mean Sync cost of the run, no measured finish time. Update collectives of
+// any other shape, and unchanged buckets, are left as they were. (RegroupBuckets calls it.)
+void RegroupPerBucketGathers(dfg::ModelSpec* spec, const std::vector<int>& old_bucket_begin);
 void SetOverlap(dfg::ModelSpec* spec, bool on);
 Status SetStraggler(dfg::ModelSpec* spec, int rank, double ratio);
 Status SetWorldSize(dfg::ModelSpec* spec, int world);
