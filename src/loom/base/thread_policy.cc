@@ -32,9 +32,13 @@ ScopedBatchPolicy::ScopedBatchPolicy(Scope scope) {
   const std::vector<int> tids =
       scope == Scope::kThread ? std::vector<int>{CallingTid()} : ProcessThreadIds();
   std::string why;
+  int batch_threads = 0;  // already under SCHED_BATCH, or switched here
   for (int tid : tids) {
     const int policy = ::sched_getscheduler(tid);
-    if (policy == SCHED_BATCH) continue;
+    if (policy == SCHED_BATCH) {
+      ++batch_threads;
+      continue;
+    }
     if (policy != SCHED_OTHER) {
       // Gone (ESRCH), or real-time / idle on purpose: leave it alone.
       if (policy >= 0 && why.empty()) {
@@ -45,14 +49,13 @@ ScopedBatchPolicy::ScopedBatchPolicy(Scope scope) {
     sched_param batch{};
     if (::sched_setscheduler(tid, SCHED_BATCH, &batch) == 0) {
       changed_.push_back(tid);
+      ++batch_threads;
     } else if (why.empty()) {
       why = "cannot set SCHED_BATCH on thread " + std::to_string(tid) + ": " +
             std::strerror(errno);
     }
   }
-  const bool any_batch = !changed_.empty() || (scope == Scope::kThread &&
-                                               ThreadPolicyName() == "batch");
-  if (!any_batch) {
+  if (batch_threads == 0) {
     status_ = FailedPreconditionError(why.empty() ? std::string("no thread to change")
                                                   : why + "; left unchanged");
   }

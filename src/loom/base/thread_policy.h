@@ -22,7 +22,9 @@ namespace loom {
 // threads on destruction (threads that have exited meanwhile are skipped). Threads created
 // meanwhile by a SCHED_BATCH thread inherit it and are not restored. Threads under another policy
 // (real-time, idle, or already batch) are left alone. `ok()` is false, with the reason in
-// `status()`, when no thread could be changed; the process then runs unchanged.
+// `status()`, when no thread ends up under SCHED_BATCH; the process then runs unchanged. Process
+// scopes that overlap (ranks run as threads of one test process) are safe: the first to end
+// restores the threads it changed, and the others find them already batch and change nothing.
 class ScopedBatchPolicy {
  public:
   enum class Scope { kThread, kProcess };

@@ -83,6 +83,9 @@ TEST(ScopedBatchPolicyTest, NestedScopesKeepTheOuterOne) {
       ScopedBatchPolicy inner(Scope::kThread);
       EXPECT_TRUE(inner.ok());
       EXPECT_TRUE(inner.changed().empty());  // already batch: nothing to restore
+      ScopedBatchPolicy inner_process(Scope::kProcess);
+      EXPECT_TRUE(inner_process.ok()) << inner_process.status().ToString();
+      EXPECT_TRUE(inner_process.changed().empty());
     }
     EXPECT_EQ(ThreadPolicyName(), "batch");
   }
