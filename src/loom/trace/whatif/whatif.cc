@@ -152,20 +152,19 @@ void RegroupPerBucketGathers(dfg::ModelSpec* spec, const std::vector<int>& old_b
   }
   regrouped.insert(regrouped.end(), updates.begin() + last, updates.end());
   updates = std::move(regrouped);
-  // Per-collective measurements: kept outside the run; the run's mean Sync, no finish time.
+  // Per-collective measurements: kept outside the run; the run's mean Sync, no finish time. A
+  // vector that does not have one entry per old collective is dropped (Sync falls back to the
+  // spec's sync_ns, finish to 0) rather than shifted onto the wrong collectives.
   auto rebuild = [&](std::vector<double>& v, bool mean) {
-    if (v.empty()) return;
-    std::vector<double> out;
-    double sum = 0;
-    int count = 0;
-    for (int u = 0; u < total; ++u) {
-      const double x = u < static_cast<int>(v.size()) ? v[u] : 0;
-      if (u < first) out.push_back(x);
-      if (u >= first && u < last && u < static_cast<int>(v.size())) sum += x, ++count;
+    if (static_cast<int>(v.size()) != total) {
+      v.clear();
+      return;
     }
-    const double fill = mean && count > 0 ? sum / count : 0;
-    out.insert(out.end(), n, fill);
-    for (int u = last; u < static_cast<int>(v.size()); ++u) out.push_back(v[u]);
+    double sum = 0;
+    for (int u = first; u < last; ++u) sum += v[u];
+    std::vector<double> out(v.begin(), v.begin() + first);
+    out.insert(out.end(), n, mean ? sum / old_buckets : 0.0);
+    out.insert(out.end(), v.begin() + last, v.end());
     v = std::move(out);
   };
   for (dfg::RankModel& m : spec->ranks) {
@@ -173,7 +172,6 @@ void RegroupPerBucketGathers(dfg::ModelSpec* spec, const std::vector<int>& old_b
     rebuild(m.update_finish_ns, false);
   }
 }
-
 
 Status RegroupBuckets(dfg::ModelSpec* spec, int64_t max_bytes) {
   if (max_bytes <= 0) return InvalidArgumentError("what-if bucket: size must be > 0 bytes");

@@ -205,6 +205,12 @@ TEST(WhatIfTest, BucketRegroupingRegroupsPerBucketParameterGathers) {
   EXPECT_EQ(rn->spec.update_collectives[1].bytes, 2000);
   EXPECT_EQ(rn->spec.ranks[0].update_sync_ns, (std::vector<double>{7, 25}));
   EXPECT_EQ(rn->spec.ranks[0].update_finish_ns, (std::vector<double>{3, 0}));
+  // Measurements that do not cover every old collective are dropped, not shifted.
+  norm.ranks[0].update_sync_ns = {7, 10};
+  rn = RunWhatIf(norm, one);
+  ASSERT_TRUE(rn.ok()) << rn.status();
+  EXPECT_TRUE(rn->spec.ranks[0].update_sync_ns.empty());
+  EXPECT_EQ(rn->spec.ranks[1].update_sync_ns, (std::vector<double>{7, 25}));
 
   // Update collectives that are not one all-gather per bucket are left alone.
   ModelSpec other = Overlapping();
