@@ -23,6 +23,13 @@ void AddEvalFlags(CLI::App& app, EvalCommand* c) {
       "skip the MAPE splits, run only the few-shot comparison");
   app.add_option("--fewshot-weight", o.fewshot_weight, "XGBoost weight / MLP copies of a pick")
       ->default_val(o.fewshot_weight);
+  app.add_option("--fewshot-adapt", o.fewshot_adapt,
+                 "retrain (XGBoost retrains, models fine-tune) or calibrate (fit ln y = a + b ln "
+                 "yhat on the picks)")
+      ->default_val(o.fewshot_adapt)
+      ->check(CLI::IsMember({"retrain", "calibrate"}));
+  app.add_option("--calibration-ridge", o.calibration_ridge, "slope ridge of --fewshot-adapt calibrate")
+      ->default_val(o.calibration_ridge);
   app.add_option("--max-iqr-rel", o.max_iqr_rel, "drop samples with noisier timings first")
       ->default_val(o.max_iqr_rel);
   app.add_option("--finetune-epochs", o.finetune_epochs)->default_val(o.finetune_epochs);
@@ -68,6 +75,8 @@ int RunEvalCommand(const EvalCommand& c) {
                     {"fewshot_methods", o.fewshot_methods},
                     {"seeds", o.random_seeds},
                     {"fewshot_weight", o.fewshot_weight},
+                    {"fewshot_adapt", o.fewshot_adapt},
+                    {"calibration_ridge", o.calibration_ridge},
                     {"finetune_epochs", o.finetune_epochs},
                     {"seed", o.seed},
                     {"run_splits", o.run_splits},

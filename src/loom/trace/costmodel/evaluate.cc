@@ -10,6 +10,7 @@
 #include <random>
 #include <set>
 
+#include "loom/trace/costmodel/fewshot_calibrate.h"
 #include "loom/trace/costmodel/fewshot_select.h"
 #include "loom/trace/costmodel/metrics.h"
 
@@ -155,6 +156,10 @@ class FewShotEvaluation {
                                     "kmeans_pooled)");
       }
     }
+    if (o_.fewshot_adapt != "retrain" && o_.fewshot_adapt != "calibrate") {
+      return InvalidArgumentError("costmodel: unknown few-shot adaptation '" + o_.fewshot_adapt +
+                                  "' (retrain, calibrate)");
+    }
     for (int i = 0; i < static_cast<int>(ds_.samples.size()); ++i) {
       (ds_.samples[i].device == target_ ? pool_ : source_).push_back(i);
     }
@@ -177,17 +182,46 @@ class FewShotEvaluation {
     return OkStatus();
   }
 
-  // MAPE of each base model on the whole pool.
-  Status ZeroShot(std::vector<FewShotRow>& rows) const {
+  // MAPE of each base model on the whole pool; keeps each model's log predictions of the pool
+  // (what calibration maps).
+  Status ZeroShot(std::vector<FewShotRow>& rows) {
     const std::vector<double> truth = Truth(ds_, pool_);
     LOOM_ASSIGN_OR_RETURN(std::vector<float> px, xgb0_->Predict(xp_));
-    rows[kXgb].zero_shot_mape = Mape(truth, Exp(px));
-    rows[kMlp].zero_shot_mape = Mape(truth, Exp(mlp0_.Predict(xp_)));
+    std::vector<std::vector<double>> pred = {Exp(px), Exp(mlp0_.Predict(xp_))};
     if (learned0_) {
       LOOM_ASSIGN_OR_RETURN(std::vector<double> pl, learned0_->PredictSeconds(ds_, pool_));
-      rows[kLearned].zero_shot_mape = Mape(truth, pl);
+      pred.push_back(pl);
+    }
+    pool_log_pred_.clear();
+    for (int m = 0; m < n_models_; ++m) {
+      rows[m].zero_shot_mape = Mape(truth, pred[m]);
+      std::vector<double> logs;
+      for (double v : pred[m]) logs.push_back(std::log(std::max(v, 1e-30)));
+      pool_log_pred_.push_back(std::move(logs));
     }
     return OkStatus();
+  }
+
+  // MAPE on the pool's unpicked samples of model `m`'s zero-shot predictions, calibrated on the
+  // picks (fewshot_calibrate.h; weights as the selection gives them).
+  double CalibratedMape(int m, const Selection& sel) const {
+    std::vector<double> x, y, w;
+    std::vector<char> picked(pool_.size(), 0);
+    for (size_t j = 0; j < sel.picks.size(); ++j) {
+      const int p = sel.picks[j];
+      picked[p] = 1;
+      x.push_back(pool_log_pred_[m][p]);
+      y.push_back(std::log(ds_.samples[pool_[p]].latency_s));
+      w.push_back(sel.weights.empty() ? 1.0 : sel.weights[j]);
+    }
+    const LogCalibration c = FitLogCalibration(x, y, w, o_.calibration_ridge);
+    std::vector<double> truth, pred;
+    for (size_t p = 0; p < pool_.size(); ++p) {
+      if (picked[p]) continue;
+      truth.push_back(ds_.samples[pool_[p]].latency_s);
+      pred.push_back(std::exp(c.Apply(pool_log_pred_[m][p])));
+    }
+    return Mape(truth, pred);
   }
 
   // What KMeans clusters for each model: the model's latents, or standardised pooled features.
@@ -256,6 +290,7 @@ class FewShotEvaluation {
 
   // MAPE on the pool's remaining samples of model `m` adapted with `sel` (positions into pool).
   Result<double> Score(int m, const Selection& sel) const {
+    if (o_.fewshot_adapt == "calibrate") return CalibratedMape(m, sel);
     std::vector<int> picked;
     for (int p : sel.picks) picked.push_back(pool_[p]);
     const std::vector<int> test = Without(pool_, picked);
@@ -301,6 +336,7 @@ class FewShotEvaluation {
   int budget_ = 0;
   int n_models_ = 2;
   FeatureMatrix xp_;
+  std::vector<std::vector<double>> pool_log_pred_;  // [model][pool position], set by ZeroShot
   std::optional<XgbRegressor> xgb0_;  // set by SplitAndTrain
   Mlp mlp0_;
   std::unique_ptr<LatencyModel> learned0_;

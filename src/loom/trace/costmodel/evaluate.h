@@ -12,7 +12,9 @@
 // retrains with those samples added (weight `fewshot_weight` x the pick's weight), the pretrained
 // MLP / learned model is fine-tuned for a few epochs on the source plus
 // round(`fewshot_weight` x weight) copies of each pick (fine-tuning on 5% alone overfits); all
-// are scored on the target's remaining samples. Methods:
+// are scored on the target's remaining samples. With fewshot_adapt == "calibrate" no model is
+// retrained: each keeps its zero-shot predictions and a two-parameter log map is fitted on the
+// picks (fewshot_calibrate.h). Methods:
 //   random             uniform picks, weight 1 (seed: seed * 1000 + s, as before).
 //   stratified         uniform within kernel kinds, proportional allocation, weight 1.
 //   kmeans             KMeans medoids (k = budget, one pick per cluster) in each model's own
@@ -45,6 +47,11 @@ struct EvalOptions {
   std::vector<std::string> fewshot_methods = {"random", "stratified", "kmeans"};
   bool run_splits = true;     // false: skip the MAPE splits, only the few-shot comparison
   float fewshot_weight = 10;  // XGBoost row weight; MLP: copies of each picked sample
+  // "retrain": XGBoost retrains, the MLP / learned model fine-tune (above). "calibrate": every
+  // model stays as pretrained and a two-parameter log-latency map is fitted on the picks
+  // (fewshot_calibrate.h; weighted by the selection's weights, slope ridge `calibration_ridge`).
+  std::string fewshot_adapt = "retrain";
+  double calibration_ridge = 0.1;
   int finetune_epochs = 5;    // MLP: epochs over source + weighted picks
   double finetune_lr = 3e-4;
   uint64_t seed = 1;
