@@ -45,6 +45,7 @@
 #include "loom/trace/evaluation/profile.h"
 #include "loom/trace/evaluation/strategy_ranking.h"
 #include "loom/trace/replay/replayer.h"
+#include "loom/train/train_config.h"
 
 #ifndef LOOM_SOURCE_DIR
 #define LOOM_SOURCE_DIR "."
@@ -246,15 +247,14 @@ json ScoreJson(const ev::PredictorScore& s, const std::vector<ev::EvalConfig>& g
 
 // The unshaped veth pair's payload rate: `loom bench collectives` (reduce-scatter and all-gather,
 // loom's arm) of `bytes` between the two namespaces without tbf, under the scheduling policy the
-// runs train with (their `sched=` key; loom train's default is batch).
+// runs train with (the `sched` their keys resolve to; loom train's default is batch).
 Result<ev::LinkProbe> ProbeUnshapedLink(const ReplayBenchArgs& a, const std::string& scratch,
                                         int64_t bytes) {
   const std::string out = scratch + "/link_probe.json", log = scratch + "/link_probe.log";
   const std::string size = std::to_string(bytes);
-  std::string sched = "batch";
-  for (const std::string& k : a.train_keys) {
-    if (k.rfind("sched=", 0) == 0) sched = k.substr(6);
-  }
+  // As `loom train` resolves the user's keys (defaults, then the keys in order).
+  LOOM_ASSIGN_OR_RETURN(train::TrainConfig cfg, train::ResolveTrainConfig(nullptr, a.train_keys, 2));
+  const std::string sched = cfg.sched;
   const std::string cmd = "exec " + ShellQuote(a.testbed) + " -- " + ShellQuote(a.loom) +
                           " bench collectives --mpi off --ops reduce_scatter,allgather -b " +
                           size + " -e " + size + " -n 30 -w 5 --reps 5 --sched " +

@@ -74,41 +74,54 @@ int Run(const BenchTrainArgs& a, const CliContext& ctx) {
       const std::string tag = prec + "-" + std::to_string(rep);
       const std::string loom_dir = work + "/loom-" + tag;
       const std::string init = work + "/init.safetensors";
-      comm::LaunchOptions lo;
-      lo.nproc = a.nproc;
-      lo.env = env;
-      lo.argv = {SelfExe(), "train", "steps=" + std::to_string(a.steps), "precision=" + prec,
-                 "threads=" + std::to_string(a.threads), "data.source=file",
-                 "data.path=" + corpus_path, "run_dir=" + loom_dir, "log.every=1",
-                 "eval.every=0", "sample.tokens=0", "init.export=" + init};
-      lo.argv.insert(lo.argv.end(), a.overrides.begin(), a.overrides.end());
-      if (Status s = RunArm("loom", lo, work + "/loom-" + tag + ".log"); !s.ok()) return fail(s);
-      comm::LaunchOptions po;
-      po.nproc = a.nproc;
-      po.env = env;
-      po.torch_env = true;
-      po.argv = {a.python, a.peer, "--config", loom_dir + "/config.json", "--init", init,
-                 "--data", corpus_path, "--out", work + "/ddp-" + tag, "--precision", prec};
-      if (Status s = RunArm("ddp peer", po, work + "/ddp-" + tag + ".log"); !s.ok()) return fail(s);
+      // One arm's launch: loom writing its run to `run_dir` (and its initial weights to
+      // `init_export`, + `extra` keys after the user's), or the DDP peer (started from loom's
+      // config and weights, writing to `out`; `prefix` runs before python, e.g. chrt).
+      auto loom_arm = [&](const std::string& run_dir, const std::string& init_export,
+                          const std::vector<std::string>& extra) {
+        comm::LaunchOptions lo;
+        lo.nproc = a.nproc;
+        lo.env = env;
+        lo.argv = {SelfExe(), "train", "steps=" + std::to_string(a.steps), "precision=" + prec,
+                   "threads=" + std::to_string(a.threads), "data.source=file",
+                   "data.path=" + corpus_path, "run_dir=" + run_dir, "log.every=1",
+                   "eval.every=0", "sample.tokens=0", "init.export=" + init_export};
+        lo.argv.insert(lo.argv.end(), a.overrides.begin(), a.overrides.end());
+        lo.argv.insert(lo.argv.end(), extra.begin(), extra.end());
+        return lo;
+      };
+      auto peer_arm = [&](const std::string& out, const std::vector<std::string>& prefix) {
+        comm::LaunchOptions po;
+        po.nproc = a.nproc;
+        po.env = env;
+        po.torch_env = true;
+        po.argv = prefix;
+        po.argv.insert(po.argv.end(),
+                       {a.python, a.peer, "--config", loom_dir + "/config.json", "--init", init,
+                        "--data", corpus_path, "--out", out, "--precision", prec});
+        return po;
+      };
+      if (Status s = RunArm("loom", loom_arm(loom_dir, init, {}), loom_dir + ".log"); !s.ok()) {
+        return fail(s);
+      }
+      const std::string ddp_dir = work + "/ddp-" + tag;
+      if (Status s = RunArm("ddp peer", peer_arm(ddp_dir, {}), ddp_dir + ".log"); !s.ok()) {
+        return fail(s);
+      }
       std::vector<std::pair<std::string, std::string>> runs = {{"loom", loom_dir},
-                                                               {"ddp", work + "/ddp-" + tag}};
+                                                               {"ddp", ddp_dir}};
       if (a.sched_ablation) {
         // The scheduling policy apart from the implementation: loom under the default policy,
         // and the peer with every thread under SCHED_BATCH as `loom train sched=batch` runs.
-        comm::LaunchOptions ln = lo;
         const std::string normal_dir = work + "/loom_normal-" + tag;
-        for (std::string& arg : ln.argv) {
-          if (arg == "run_dir=" + loom_dir) arg = "run_dir=" + normal_dir;
-          if (arg.rfind("init.export=", 0) == 0) arg = "init.export=" + work + "/init2.safetensors";
-        }
-        ln.argv.push_back("sched=normal");
-        Status s = RunArm("loom sched=normal", ln, normal_dir + ".log");
+        Status s = RunArm("loom sched=normal",
+                          loom_arm(normal_dir, work + "/init2.safetensors", {"sched=normal"}),
+                          normal_dir + ".log");
         if (!s.ok()) return fail(s);
-        comm::LaunchOptions pb = po;
         const std::string batch_dir = work + "/ddp_batch-" + tag;
-        pb.argv[pb.argv.size() - 3] = batch_dir;  // --out
-        pb.argv.insert(pb.argv.begin(), {"chrt", "--batch", "0"});
-        if (Status s = RunArm("ddp peer (batch)", pb, batch_dir + ".log"); !s.ok()) return fail(s);
+        s = RunArm("ddp peer (batch)", peer_arm(batch_dir, {"chrt", "--batch", "0"}),
+                   batch_dir + ".log");
+        if (!s.ok()) return fail(s);
         runs.push_back({"loom_normal", normal_dir});
         runs.push_back({"ddp_batch", batch_dir});
       }
