@@ -70,6 +70,22 @@ if "$LOOM" trace replay "$SCRATCH/trunc" > "$SCRATCH/bad2.txt" 2>&1; then fail "
 expect_contains "$SCRATCH/bad2.txt" "rank0.trace.json" "error names the truncated file"
 if "$LOOM" trace whatif "$dir" --bandwidth fast > "$SCRATCH/bad3.txt" 2>&1; then fail "bad flag accepted"; fi
 expect_contains "$SCRATCH/bad3.txt" "bandwidth" "error names the flag"
+if "$LOOM" trace whatif "$dir" --link-alpha-us 10 > "$SCRATCH/bad4.txt" 2>&1; then
+  fail "--link-alpha-us without --link-shape accepted"
+fi
+expect_contains "$SCRATCH/bad4.txt" "--link-shape" "error names the missing flag"
+
+# A shaped link's own latency: 5 ms per message costs more than none, on the same 100 MB/s links.
+for us in 0 5000; do
+  "$LOOM" trace whatif "$dir" --link-shape 100 --link-alpha-us $us --json "$SCRATCH/alpha$us.json" \
+    > "$SCRATCH/alpha$us.txt" 2>&1 || { cat "$SCRATCH/alpha$us.txt"; fail "whatif --link-alpha-us $us failed"; }
+done
+expect_contains "$SCRATCH/alpha5000.txt" "link latency 5000 us" "what-if describes the latency"
+/usr/bin/python3 - "$SCRATCH/alpha0.json" "$SCRATCH/alpha5000.json" <<'PY'
+import json, sys
+a0, a5 = (json.load(open(p)) for p in sys.argv[1:])
+assert a5["predicted_ms"] > a0["predicted_ms"] + 5, (a0["predicted_ms"], a5["predicted_ms"])
+PY
 
 # The global DFG as neutral JSON (for peer replayers, scripts/peers/dpro_replay.py): the same
 # graph `trace replay` replays (equal prediction and measurement), consistent ids, one SEND and

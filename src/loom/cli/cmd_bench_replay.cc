@@ -245,19 +245,21 @@ json ScoreJson(const ev::PredictorScore& s, const std::vector<ev::EvalConfig>& g
           {"predicted_best", grid[s.picked].Name()}};
 }
 
-// The unshaped veth pair's payload rate: `loom bench collectives` (reduce-scatter and all-gather,
-// loom's arm) of `bytes` between the two namespaces without tbf, under the scheduling policy the
-// runs train with (the `sched` their keys resolve to; loom train's default is batch).
+// The unshaped veth pair's latency and payload rate: `loom bench collectives` (reduce-scatter and
+// all-gather, loom's arm) of `small` and `bytes` (bytes = small x a power of two) between the two
+// namespaces without tbf, under the scheduling policy the runs train with (the `sched` their keys
+// resolve to; loom train's default is batch).
 Result<ev::LinkProbe> ProbeUnshapedLink(const ReplayBenchArgs& a, const std::string& scratch,
-                                        int64_t bytes) {
+                                        int64_t small, int64_t bytes) {
   const std::string out = scratch + "/link_probe.json", log = scratch + "/link_probe.log";
-  const std::string size = std::to_string(bytes);
+  const std::string sizes = "-b " + std::to_string(small) + " -e " + std::to_string(bytes) +
+                            (bytes > small ? " -f " + std::to_string(bytes / small) : "");
   // As `loom train` resolves the user's keys (defaults, then the keys in order).
   LOOM_ASSIGN_OR_RETURN(train::TrainConfig cfg, train::ResolveTrainConfig(nullptr, a.train_keys, 2));
   const std::string sched = cfg.sched;
   const std::string cmd = "exec " + ShellQuote(a.testbed) + " -- " + ShellQuote(a.loom) +
-                          " bench collectives --mpi off --ops reduce_scatter,allgather -b " +
-                          size + " -e " + size + " -n 30 -w 5 --reps 5 --sched " +
+                          " bench collectives --mpi off --ops reduce_scatter,allgather " +
+                          sizes + " -n 30 -w 5 --reps 5 --sched " +
                           ShellQuote(sched) + " --json " + ShellQuote(out) + " > " +
                           ShellQuote(log) + " 2>&1";
   const int rc = RunShell(cmd);
@@ -345,28 +347,45 @@ Status RunBenchReplay(ReplayBenchArgs a) {
   bw.unshaped_bits_per_s = a.unshaped_gbit * 1e9;
   bw.tbf_burst_bytes = tbf_burst_bytes;
   json probe_json = {{"assumed_gbit", a.unshaped_gbit}};
+  // Ablation: the probed veth rate net of the profile's α, and that α on the veth (the mapping
+  // before the two-size probe). Equal to `bw` when the veth is assumed (--unshaped-gbit).
+  ev::BandwidthModel profile_alpha_bw = bw;
   if (!(a.unshaped_gbit > 0)) {
     int64_t bytes = 4096;  // the power of two at or above the gradient bytes
     while (bytes < model.spec.TotalGradBytes()) bytes *= 2;
-    std::printf("# probing the unshaped veth pair (reduce-scatter + all-gather of %lld B)\n",
-                static_cast<long long>(bytes));
+    const int64_t small = std::max<int64_t>(4096, bytes / 16);  // a second size for α
+    std::printf("# probing the unshaped veth pair (reduce-scatter + all-gather of %lld and %lld B)\n",
+                static_cast<long long>(small), static_cast<long long>(bytes));
     std::fflush(stdout);
-    LOOM_ASSIGN_OR_RETURN(ev::LinkProbe probe, ProbeUnshapedLink(a, dir.dir, bytes));
-    const double veth = ev::ModelVethRate(probe, model.spec);
-    bw.unshaped_bits_per_s = 8 * veth;
+    LOOM_ASSIGN_OR_RETURN(ev::LinkProbe probe, ProbeUnshapedLink(a, dir.dir, small, bytes));
+    const ev::VethLinkFit veth = ev::FitVethLink(probe, model.spec);
+    bw.unshaped_bits_per_s = 8 * veth.bytes_per_s;
+    bw.unshaped_alpha_ns = veth.alpha_ns;
+    profile_alpha_bw.unshaped_bits_per_s = 8 * ev::ModelVethRate(probe, model.spec);
     probe_json = {{"bytes", bytes},
+                  {"small_bytes", small},
                   {"goodput_MBps", probe.goodput_bytes_per_s / 1e6},
-                  {"model_rate_MBps", veth / 1e6}};
-    for (const ev::LinkProbeOp& op : probe.ops) {
-      probe_json[op.op] = {{"time_us", op.time_us},
-                           {"wire_bytes_per_rank", op.wire_bytes_per_rank}};
+                  {"model_rate_MBps", veth.bytes_per_s / 1e6},
+                  {"alpha_us", veth.alpha_ns >= 0 ? veth.alpha_ns / 1e3 : -1.0},
+                  {"profile_alpha_us", model.spec.alpha_ns / 1e3},
+                  {"sizes", veth.sizes}};
+    for (const ev::LinkProbeOp& op : probe.all_ops) {
+      const std::string key = op.bytes == bytes ? op.op : op.op + "_" + std::to_string(op.bytes);
+      probe_json[key] = {{"time_us", op.time_us}, {"wire_bytes_per_rank", op.wire_bytes_per_rank}};
     }
-    std::printf("# unshaped link: %.1f MB/s of payload, %.1f MB/s net of the profile's latencies "
-                "(%s)\n", probe.goodput_bytes_per_s / 1e6, veth / 1e6, probe_json.dump().c_str());
+    std::printf("# unshaped link: %.1f MB/s of payload; fitted %.1f MB/s and %.1f us per segment "
+                "(the profile's link: %.1f us) (%s)\n",
+                probe.goodput_bytes_per_s / 1e6, veth.bytes_per_s / 1e6,
+                veth.alpha_ns >= 0 ? veth.alpha_ns / 1e3 : model.spec.alpha_ns / 1e3,
+                model.spec.alpha_ns / 1e3, probe_json.dump().c_str());
   }
   bw.base_fitted_bytes_per_s = model.link.beta_identified ? 1e9 * model.link.GBps() : 0;
+  profile_alpha_bw.base_fitted_bytes_per_s = bw.base_fitted_bytes_per_s;
   LOOM_ASSIGN_OR_RETURN(std::vector<ev::GridPrediction> preds,
                         ev::PredictGrid(model.spec, grid, base, bw, a.codecs_json));
+  LOOM_ASSIGN_OR_RETURN(
+      std::vector<ev::GridPrediction> profile_alpha_preds,
+      ev::PredictGrid(model.spec, grid, base, profile_alpha_bw, a.codecs_json));
   // Ablation in the same run: the previous mapping (the profile's fits scaled to each rate, the
   // veth assumed at 10 Gbit/s), so the testbed-link model is judged on the same measurements.
   ev::BandwidthModel scaled_bw;
@@ -447,6 +466,7 @@ Status RunBenchReplay(ReplayBenchArgs a) {
                        {"measured_steps", s.n},
                        {"whatif_ms", w},
                        {"whatif_scaled_fits_ms", scaled_preds[i].whatif_ns / 1e6},
+                       {"whatif_profile_alpha_ms", profile_alpha_preds[i].whatif_ns / 1e6},
                        {"baseline_sum_ms", su},
                        {"baseline_overlap_ms", ov},
                        {"optimizer_ms", strategy_ns[i] / 1e6}});
@@ -457,6 +477,9 @@ Status RunBenchReplay(ReplayBenchArgs a) {
                         ev::ScorePredictor(ev::WhatIfTimes(preds), measured_ns, 0));
   LOOM_ASSIGN_OR_RETURN(ev::PredictorScore scaled,
                         ev::ScorePredictor(ev::WhatIfTimes(scaled_preds), measured_ns, 0));
+  LOOM_ASSIGN_OR_RETURN(
+      ev::PredictorScore profile_alpha,
+      ev::ScorePredictor(ev::WhatIfTimes(profile_alpha_preds), measured_ns, 0));
   LOOM_ASSIGN_OR_RETURN(ev::PredictorScore sum,
                         ev::ScorePredictor(ev::SumBaselineTimes(preds), measured_ns, 0));
   LOOM_ASSIGN_OR_RETURN(ev::PredictorScore ovl,
@@ -504,6 +527,7 @@ Status RunBenchReplay(ReplayBenchArgs a) {
                 s.kendall_tau, 100 * s.regret, grid[s.picked].Name().c_str());
   };
   row("what-if replay", wi);
+  row("what-if, profile's alpha", profile_alpha);
   row("what-if, scaled fits (prev.)", scaled);
   row("baseline compute+comm", sum);
   row("baseline compute+max(0,..)", ovl);
@@ -553,6 +577,7 @@ Status RunBenchReplay(ReplayBenchArgs a) {
                   {"optimizer", optimizer},
                   {"optimizer_score", ScoreJson(opt, grid)},
                   {"whatif", ScoreJson(wi, grid)},
+                  {"whatif_profile_alpha", ScoreJson(profile_alpha, grid)},
                   {"whatif_scaled_fits", ScoreJson(scaled, grid)},
                   {"baseline_sum", ScoreJson(sum, grid)},
                   {"baseline_overlap", ScoreJson(ovl, grid)}};

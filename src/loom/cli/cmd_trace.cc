@@ -41,6 +41,7 @@ struct TraceArgs : TraceRunArgs {
   // whatif
   std::string bandwidth;
   std::string link;  // RATE_MBps[,BURST,LINE_MBps]
+  double link_alpha_us = -1;  // >= 0: the shaped links' latency
   std::string bucket;
   std::string overlap;
   std::vector<std::string> stragglers;
@@ -218,6 +219,12 @@ Result<whatif::WhatIf> ParseWhatIf(const TraceArgs& a) {
     }
     w.link_shape = shape;
   }
+  if (a.link_alpha_us >= 0) {
+    if (!w.link_shape) {
+      return InvalidArgumentError("--link-alpha-us needs --link-shape (the link it describes)");
+    }
+    w.link_shape->alpha_ns = a.link_alpha_us * 1e3;
+  }
   if (!a.bucket.empty()) {
     auto b = ParseBytes(a.bucket);
     if (!b.ok() || *b <= 0) {
@@ -349,6 +356,9 @@ void RegisterTrace(CLI::App& trace, CliContext* ctx) {
   wi->add_option("--link-shape", wa->link,
                  "replace every link: RATE_MBps (payload) or RATE_MBps,BURST,LINE_MBps (a tc tbf "
                  "token bucket over a LINE_MBps link), e.g. 119.5,256KiB,300");
+  wi->add_option("--link-alpha-us", wa->link_alpha_us,
+                 "with --link-shape: the new links' per-message latency in us (default: the "
+                 "profile's fitted alpha)");
   wi->add_option("--bucket", wa->bucket,
                  "regroup gradients into buckets of at most this, e.g. 8MiB");
   wi->add_option("--overlap", wa->overlap, "on or off: overlap communication with backward");

@@ -119,7 +119,9 @@ Result<std::optional<whatif::LinkShape>> TargetLinkShape(const EvalConfig& targe
     return std::optional<whatif::LinkShape>();
   }
   const double veth = bw.unshaped_bits_per_s / 8;
-  if (target_bps == 0) return std::optional<whatif::LinkShape>(whatif::LinkShape{veth, 0, 0});
+  if (target_bps == 0) {
+    return std::optional<whatif::LinkShape>(whatif::LinkShape{veth, 0, 0, bw.unshaped_alpha_ns});
+  }
   const double rate = target_bps / 8 * kTcpGoodput;
   if (!(veth > rate)) return std::optional<whatif::LinkShape>(whatif::LinkShape{veth, 0, 0});
   return std::optional<whatif::LinkShape>(

@@ -72,6 +72,9 @@ struct BandwidthModel {
   // The unshaped veth pair's payload rate when the base is shaped: measured by `loom bench
   // replay`'s link probe (link_probe.h), or assumed (--unshaped-gbit; 10 Gbit/s by default).
   double unshaped_bits_per_s = 10e9;
+  // >= 0: the unshaped veth's per-segment latency (FitVethLink on a probe at two sizes), used for
+  // unshaped targets instead of the profile's α, which belongs to the shaped base link; < 0: keep it.
+  double unshaped_alpha_ns = -1;
   double base_fitted_bytes_per_s = 0;  // the base trace's fitted β (0: not identified)
   // > 0: the testbed's tbf burst (bytes on the wire; netns_2host.sh's 256 KiB). A shaped base
   // then predicts a target of another rate on links rebuilt from the testbed's description
@@ -93,7 +96,8 @@ Result<double> BandwidthCap(const EvalConfig& target, const EvalConfig& base,
 // With bw.tbf_burst_bytes > 0, a shaped base and a target of another rate: the target's links as
 // the testbed builds them. A shaped target is a token bucket (its rate's TCP goodput, the burst's
 // payload, the unshaped veth rate as line rate; a plain link at the slower of the two when the
-// veth is no faster than the tbf rate); an unshaped target a plain link at the unshaped rate.
+// veth is no faster than the tbf rate); an unshaped target a plain link at the unshaped rate
+// (with bw.unshaped_alpha_ns as its latency when that is >= 0).
 // nullopt otherwise (the base's own rate, an unshaped base, or no burst given).
 Result<std::optional<whatif::LinkShape>> TargetLinkShape(const EvalConfig& target,
                                                          const EvalConfig& base,

@@ -132,6 +132,12 @@ TEST(ConfigGrid, TestbedLinksFromTheTbfDescription) {
   ASSERT_TRUE(open.ok() && open->has_value());
   EXPECT_DOUBLE_EQ((*open)->rate_bytes_per_s, 300e6);
   EXPECT_EQ((*open)->burst_bytes, 0);
+  EXPECT_LT((*open)->alpha_ns, 0);  // no probed latency: the profile's α stays
+  // A probed veth latency goes to unshaped targets only (a shaped one keeps the profile's α).
+  BandwidthModel probed = bw;
+  probed.unshaped_alpha_ns = 40e3;
+  EXPECT_DOUBLE_EQ((*TargetLinkShape({"unshaped", 4, false, "none"}, base, probed))->alpha_ns, 40e3);
+  EXPECT_LT((*TargetLinkShape({"1gbit", 4, false, "none"}, base, probed))->alpha_ns, 0);
   // The base's own rate keeps its fits; so does every target without a burst.
   EXPECT_FALSE(TargetLinkShape({"200mbit", 4, false, "int4"}, base, bw)->has_value());
   BandwidthModel no_burst = bw;

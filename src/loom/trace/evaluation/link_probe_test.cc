@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <string>
 
@@ -30,6 +32,7 @@ TEST(LinkProbe, GoodputFromLoomsArmAtTheLargestSize) {
   EXPECT_EQ(p->ops[1].op, "allgather");
   EXPECT_EQ(p->ops[1].bytes, 1048576);
   EXPECT_NEAR(p->goodput_bytes_per_s, 1048576.0 / 5e-3, 1e-3);
+  EXPECT_EQ(p->all_ops.size(), 3u);  // the 256 KiB reduce_scatter too
 }
 
 // 1 MiB wire in 5 ms; the model's rest: 2 ops x (100 µs sync + 8 segments (64 KiB) x 50 µs α +
@@ -47,6 +50,46 @@ TEST(LinkProbe, VethRateNetOfTheModelsLatencies) {
   EXPECT_NEAR(ModelVethRate(p, spec), 1048576.0 / 3.435712e-3, 1e-3);
   spec.alpha_ns = 1e6;
   EXPECT_NEAR(ModelVethRate(p, spec), 4 * 1048576.0 / 5e-3, 1e-3);
+}
+
+// Probe rows made exactly by the model's pricing with α = 40 µs and β = 1 GB/s (1 ns/B) at
+// 32 KiB (1 segment of 64 KiB) and 512 KiB (8 segments): the fit recovers both.
+TEST(LinkProbe, VethLatencyAndRateFromTwoSizes) {
+  dfg::ModelSpec spec;
+  spec.sync_ns = 100e3;
+  spec.alpha_ns = 180e3;  // the profile's (shaped) link: not what the veth has
+  spec.segment_bytes = 65536;
+  spec.recv_ns = 20e3;
+  spec.recv_ns_per_byte = 0.5;
+  auto row = [&](const char* op, int64_t bytes, double alpha_ns, double ns_per_byte) {
+    const double wire = bytes / 2.0;
+    const double segs = std::max(1.0, std::ceil(wire / 65536));
+    const double t_ns = 100e3 + 20e3 + 0.5 * wire + segs * alpha_ns + ns_per_byte * wire;
+    return LinkProbeOp{op, bytes, wire, t_ns / 1e3};
+  };
+  LinkProbe p;
+  p.all_ops = {row("reduce_scatter", 65536, 40e3, 1), row("allgather", 65536, 40e3, 1),
+               row("reduce_scatter", 1048576, 40e3, 1), row("allgather", 1048576, 40e3, 1)};
+  p.ops = {p.all_ops[2], p.all_ops[3]};
+  VethLinkFit fit = FitVethLink(p, spec);
+  EXPECT_EQ(fit.sizes, 2);
+  EXPECT_NEAR(fit.alpha_ns, 40e3, 1e-3);
+  EXPECT_NEAR(fit.bytes_per_s, 1e9, 1e-3);
+
+  // A veth whose small messages are relatively faster (negative intercept): α clamps to 0 and
+  // the rate is refitted through the origin.
+  p.all_ops = {row("reduce_scatter", 65536, 0, 1), row("reduce_scatter", 1048576, 0, 1)};
+  p.all_ops[0].time_us -= 30;
+  fit = FitVethLink(p, spec);
+  EXPECT_DOUBLE_EQ(fit.alpha_ns, 0);
+  EXPECT_GT(fit.bytes_per_s, 0);
+
+  // One size: no latency identified, the rate is ModelVethRate's (net of the profile's α).
+  p.all_ops = p.ops;
+  fit = FitVethLink(p, spec);
+  EXPECT_EQ(fit.sizes, 1);
+  EXPECT_LT(fit.alpha_ns, 0);
+  EXPECT_DOUBLE_EQ(fit.bytes_per_s, ModelVethRate(p, spec));
 }
 
 TEST(LinkProbe, BadDocumentsNameTheFile) {

@@ -49,6 +49,9 @@ std::string WhatIf::Describe() const {
                               Bytes(static_cast<int64_t>(link_shape->burst_bytes)) + " at " +
                               Num(link_shape->line_bytes_per_s / 1e6) + " MB/s"
                         : "links " + Num(link_shape->rate_bytes_per_s / 1e6) + " MB/s");
+    if (link_shape->alpha_ns >= 0) {
+      parts.push_back("link latency " + Num(link_shape->alpha_ns / 1e3) + " us");
+    }
   }
   if (overlap) parts.push_back(std::string("overlap ") + (*overlap ? "on" : "off"));
   for (const auto& [r, f] : stragglers)
@@ -105,7 +108,9 @@ Status ShapeLinks(dfg::ModelSpec* spec, const LinkShape& shape) {
   spec->ns_per_byte = 1e9 / shape.rate_bytes_per_s;
   spec->burst_bytes = bucket ? shape.burst_bytes : 0;
   spec->line_ns_per_byte = bucket ? 1e9 / shape.line_bytes_per_s : 0;
+  if (shape.alpha_ns >= 0) spec->alpha_ns = shape.alpha_ns;
   for (dfg::RankModel& m : spec->ranks) {
+    if (shape.alpha_ns >= 0) m.egress_alpha_ns = -1;
     m.egress_ns_per_byte = -1;
     m.egress_burst_bytes = -1;
     m.egress_line_ns_per_byte = -1;

@@ -49,11 +49,13 @@ namespace loom::trace::whatif {
 
 // A link as `tc tbf rate R burst B` configures it on a veth pair whose own payload rate is L:
 // tokens at rate_bytes_per_s, up to burst_bytes sent at line_bytes_per_s. burst_bytes 0: a plain
-// α-β link at rate_bytes_per_s (line rate unused).
+// α-β link at rate_bytes_per_s (line rate unused). alpha_ns >= 0: the links' per-message latency
+// too (the target link's own α, e.g. probed on an unshaped veth); < 0: keep the profile's.
 struct LinkShape {
   double rate_bytes_per_s = 0;
   double burst_bytes = 0;
   double line_bytes_per_s = 0;
+  double alpha_ns = -1;
 };
 
 struct WhatIf {

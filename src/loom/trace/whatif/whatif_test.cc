@@ -108,6 +108,22 @@ TEST(WhatIfTest, LinkShapeReplacesEveryLink) {
   w.bandwidth_cap_bytes_per_s = 1e10;
   EXPECT_DOUBLE_EQ(Predict(s, w), 210 + 4000);
   EXPECT_EQ(w.Describe(), "bandwidth x4, links at most 10000 MB/s, links 500 MB/s");
+  // With the target link's own α, every link's latency (the ranks' egress fits included) is it.
+  WhatIf with_alpha;
+  with_alpha.link_shape = LinkShape{0.5e9, 0, 0, s.alpha_ns + 100};
+  ModelSpec s_alpha = s;
+  s_alpha.ranks[0].egress_alpha_ns = 7;
+  auto shaped = ApplyWhatIf(s_alpha, with_alpha);
+  ASSERT_TRUE(shaped.ok()) << shaped.status();
+  EXPECT_DOUBLE_EQ(shaped->alpha_ns, s.alpha_ns + 100);
+  EXPECT_DOUBLE_EQ(shaped->ranks[0].egress_alpha_ns, -1);
+  ModelSpec s_plus = s;
+  s_plus.alpha_ns += 100;
+  WhatIf plain;
+  plain.link_shape = LinkShape{0.5e9, 0, 0};
+  EXPECT_DOUBLE_EQ(Predict(s_alpha, with_alpha), Predict(s_plus, plain));
+  EXPECT_GT(Predict(s_alpha, with_alpha), 210 + 4000);
+  EXPECT_NE(with_alpha.Describe().find("link latency"), std::string::npos) << with_alpha.Describe();
 
   w = WhatIf{};
   w.link_shape = LinkShape{1e9, 500, 1e9};  // line rate not above the token rate
