@@ -1,5 +1,10 @@
 #include "loom/train/run_report.h"
 
+#include <unistd.h>
+
+#include <cerrno>
+#include <sstream>
+
 #include <nlohmann/json.hpp>
 
 #include "loom/base/file_util.h"
@@ -22,12 +27,65 @@ nlohmann::json MetricRowToJson(const MetricRow& r) {
   return j;
 }
 
-Result<RunWriter> RunWriter::Open(const std::string& dir) {
+Result<MetricRow> MetricRowFromJson(const nlohmann::json& j) {
+  if (!j.is_object() || !j.contains("step") || !j.contains("loss")) {
+    return InvalidArgumentError("metrics row needs \"step\" and \"loss\"");
+  }
+  MetricRow r;
+  try {
+    r.step = j.at("step").get<int64_t>();
+    r.loss = j.at("loss").get<double>();
+    r.tokens_per_s = j.value("tokens_per_s", 0.0);
+    r.mfu = j.value("mfu", 0.0);
+    r.lr = j.value("lr", 0.0);
+    r.grad_norm = j.value("grad_norm", 0.0);
+    r.elapsed_s = j.value("elapsed_s", 0.0);
+    r.fwd_bwd_s = j.value("fwd_bwd_s", 0.0);
+    r.exposed_comm_s = j.value("exposed_comm_s", 0.0);
+    r.optim_s = j.value("optim_s", 0.0);
+    if (j.contains("eval_loss")) r.eval_loss = j.at("eval_loss").get<double>();
+  } catch (const nlohmann::json::exception& e) {
+    return InvalidArgumentError(std::string("metrics row: ") + e.what());
+  }
+  return r;
+}
+
+Result<RunWriter> RunWriter::Open(const std::string& dir, int64_t resumed_from_step) {
   LOOM_RETURN_IF_ERROR(MakeDirs(dir).WithContext("run_dir"));
   RunWriter w;
   w.dir_ = dir;
-  // A rerun into the same directory starts a fresh metrics file.
-  std::remove((dir + "/metrics.jsonl").c_str());
+  const std::string path = dir + "/metrics.jsonl";
+  if (resumed_from_step <= 0) {
+    // A fresh run into the same directory starts a fresh metrics file.
+    std::remove(path.c_str());
+    return w;
+  }
+  // Resumed: keep every earlier attempt's rows; the lineage up to the restored step seeds the
+  // report. A missing file is fine (the checkpoint may come from another run directory).
+  Result<std::string> text = ReadFileToString(path);
+  if (!text.ok()) return w;
+  // A crash mid-append can leave a torn last line: cut it so the next row starts a line of its
+  // own (the row was never complete, so nothing logged is lost).
+  const size_t end = text->empty() || text->back() == '\n' ? text->size() : text->rfind('\n') + 1;
+  if (end != text->size()) {
+    if (::truncate(path.c_str(), static_cast<off_t>(end)) != 0) {
+      return ErrnoError("truncate torn last line of", path, errno);
+    }
+    text->resize(end);
+  }
+  std::istringstream lines(*text);
+  std::string line;
+  for (int n = 1; std::getline(lines, line); ++n) {
+    if (line.empty()) continue;
+    const nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    Result<MetricRow> row = MetricRowFromJson(j);
+    if (!row.ok()) {
+      return row.status().WithContext(path + ":" + std::to_string(n));
+    }
+    // A later attempt restarts below the rows of the one before it; keep the newest lineage.
+    while (!w.rows_.empty() && w.rows_.back().step >= row->step) w.rows_.pop_back();
+    if (row->step <= resumed_from_step) w.rows_.push_back(*row);
+  }
   return w;
 }
 

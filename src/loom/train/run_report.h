@@ -1,6 +1,8 @@
 // The run directory of `loom train`: resolved config, metrics.jsonl (one JSON object per logged
 // step: step, loss, tokens_per_s, mfu, lr, grad_norm, elapsed_s, and eval_loss on eval steps) and
 // report.html (loss and throughput curves as inline SVG, run facts, the generated sample).
+// A run resumed from a checkpoint appends to metrics.jsonl, so the rows of every attempt stay
+// (in order; `elapsed_s` restarts with each attempt and `step` drops back to the restored step).
 // Thread-safety: one writer (rank 0).
 #pragma once
 
@@ -29,11 +31,16 @@ struct MetricRow {
 };
 
 nlohmann::json MetricRowToJson(const MetricRow& r);
+// The inverse of MetricRowToJson; missing optional timing fields read as 0.
+Result<MetricRow> MetricRowFromJson(const nlohmann::json& j);
 
 class RunWriter {
  public:
-  // Creates `dir` (and parents). Fails if it cannot.
-  static Result<RunWriter> Open(const std::string& dir);
+  // Creates `dir` (and parents). Fails if it cannot. `resumed_from_step` 0: a fresh
+  // metrics.jsonl. > 0 (the run continues a checkpoint of that step): earlier attempts' rows
+  // stay in metrics.jsonl, and those up to that step seed the report's curves. An unreadable
+  // earlier row is an error naming the line (never silently dropped).
+  static Result<RunWriter> Open(const std::string& dir, int64_t resumed_from_step = 0);
   const std::string& dir() const { return dir_; }
 
   Status WriteConfig(const nlohmann::json& resolved);

@@ -420,7 +420,7 @@ Result<TrainSummary> RunTraining(const TrainConfig& cfg, comm::Communicator& com
 
   std::optional<RunWriter> writer;
   if (r.leader) {
-    LOOM_ASSIGN_OR_RETURN(RunWriter w, RunWriter::Open(run_dir));
+    LOOM_ASSIGN_OR_RETURN(RunWriter w, RunWriter::Open(run_dir, start_step));
     nlohmann::json resolved = TrainConfigToJson(cfg);
     resolved["run_dir"] = run_dir;
     LOOM_RETURN_IF_ERROR(w.WriteConfig(resolved));
