@@ -10,8 +10,7 @@
 #       [--torchrun default,tuned|none] [--torchrun-repeats 3] [--out FILE.json] [--seed 1]
 #       [--cpu-fraction 0.3]        # the straggler's CPU quota (fraction of one core)
 #       [--label TEXT]              # recorded in every loom row (which build was measured)
-#       [--straggler-threshold T] # loom robust's NVRx trigger: 0.75 for the injections, 0 (off,
-#                                 # loom robust's default) for --soak unless given
+#       [--straggler-threshold T] # loom robust's NVRx trigger (default 0.75, loom robust's; 0: off)
 #       [--soak-json FILE]          # merge a soak result made by --soak
 #   scripts/bench/robust_faults.sh --rows-from A.json,B.json --soak-json FILE [--out FILE.json]
 #       # no new runs: merge and re-summarise earlier results with a soak that ran alongside
@@ -40,7 +39,7 @@ soak_json=""
 rows_from=""
 cpu_fraction=0.3
 label=""
-straggler_threshold=""  # see the usage: per mode below
+straggler_threshold=0.75
 loom_src=${LOOM:-$root/build/src/loom/cli/loom}
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -71,66 +70,12 @@ cp "$loom_src" "$loom"
 export LOOM_CACHE_DIR=$work/cache
 RANDOM=$seed
 
-sessions=()      # session ids of everything started here (drivers, torchrun)
-injectors=()     # pids of `loom monitor inject` (SIGTERM first: they revert their fault)
-kill_session() {  # sid: SIGKILL every process of that session (only ours: we made the session)
-  local p
-  for p in $(ps -e -o pid=,sid= | awk -v s="$1" '$2 == s { print $1 }'); do
-    kill -9 "$p" 2>/dev/null || true
-  done
-}
-cleanup() {
-  local p s
-  for p in "${injectors[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-  for p in "${injectors[@]}"; do wait "$p" 2>/dev/null || true; done
-  for s in "${sessions[@]}"; do kill_session "$s"; done
-  if [ -n "${KEEP:-}" ]; then  # KEEP=DIR: keep the logs (not binaries or checkpoints) for a look
-    mkdir -p "$KEEP" && (cd "$work" && find . \( -name '*.log' -o -name '*.jsonl' \) \
-      -not -path '*/ckpt/*' -exec cp --parents {} "$KEEP" \;) || true
-  fi
-  rm -rf "$work"
-}
+source "$root/scripts/bench/robust_lib.sh"
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-corpus=$work/corpus.txt
-for i in $(seq 1 400); do
-  echo "And it came to pass in the day $i that the people went out to the field and sang."
-done > "$corpus"
-TINY=(model.n_layers=1 model.d_model=64 model.n_heads=2 model.context_length=64
-      batch.global=4 batch.micro=2 sample.tokens=16 precision=fp32 eval.every=0
-      optim.warmup_steps=2 data.source=file data.path="$corpus")
-
-now_ms() { date +%s%3N; }
-
-# Starts a command in a new session in the background; sets $started_pid (= its session id).
-start_session() {  # log cmd...
-  local log=$1; shift
-  setsid "$@" > "$log" 2>&1 &
-  started_pid=$!
-  sessions+=("$started_pid")
-}
-
-# Waits for pid to exit within timeout seconds; returns its exit code, 124 on timeout (killed).
-wait_bounded() {  # pid sid timeout_s
-  local pid=$1 sid=$2 t=$3 i rc
-  for ((i = 0; i < t * 5; i++)); do
-    kill -0 "$pid" 2>/dev/null || { rc=0; wait "$pid" || rc=$?; return $rc; }
-    sleep 0.2
-  done
-  kill_session "$sid"
-  wait "$pid" 2>/dev/null || true
-  return 124
-}
-
-max_step() {  # metrics.jsonl -> the highest completed step (0 if none)
-  [ -f "$1" ] || { echo 0; return; }
-  awk -F'"step":' '/"loss"/ { split($2, a, /[,}]/); if (a[1] + 0 > m) m = a[1] + 0 } END { print m + 0 }' "$1"
-}
-
 # ---------------------------------------------------------------- fault-free soak (loom robust)
 if [ "$soak_min" != 0 ]; then
-  straggler_threshold=${straggler_threshold:-0}
   [ -n "$soak_out" ] || { echo "--soak needs --soak-out FILE.json" >&2; exit 2; }
   run=$work/soak
   t0=$(now_ms)
@@ -168,7 +113,6 @@ fi
 
 rows=$work/rows.jsonl
 : > "$rows"
-straggler_threshold=${straggler_threshold:-0.75}
 
 # ---------------------------------------------------------------- loom robust injections
 # One run: start the driver, wait until a random step after the first checkpoint (step 10),

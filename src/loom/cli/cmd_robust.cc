@@ -60,7 +60,7 @@ void RegisterRobust(CLI::App& app, CliContext* ctx) {
   cmd->add_option("--alert-confirm", o->policy.alert_confirm_s,
                   "seconds a detector (straggler) alert must persist before acting");
   cmd->add_option("--straggler-threshold", o->straggler.threshold,
-                  "NVRx score below which a machine is a straggler, e.g. 0.75 (default 0: off)");
+                  "NVRx score below which a machine is a straggler (default 0.75; 0: off)");
   cmd->add_option("--detector", o->detector,
                   "faulty-machine detector on the live metrics, e.g. minder or "
                   "'{\"type\":\"minder\",\"threshold\":4}' (>= 3 machines; default none)");

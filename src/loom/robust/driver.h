@@ -41,9 +41,10 @@ struct DriverOptions {
   std::chrono::milliseconds heartbeat{1000};
   double selfcheck_fraction = 0.75;  // DIAGNOSE: fail below this x the fleet median
   PolicyOptions policy;
-  // Straggler trigger (NVRx score on compute time per step); threshold 0 (the default) turns it
-  // off: on a shared 2-core host it flapped and missed a 0.3-core CPU quota (README).
-  StragglerOptions straggler{.threshold = 0};
+  // Straggler trigger (NVRx score on compute time per step, below 0.75 for `alert_confirm_s`);
+  // threshold 0 turns it off. With the trainer under sched=batch it evicted nobody in 60 min
+  // under load and caught 10/10 quota stragglers on a quiet host (README).
+  StragglerOptions straggler{.threshold = 0.75};
   // A monitor/fleet detector run every second on the heartbeats' metrics (live_fleet.h), as JSON
   // (`{"type": "minder", "threshold": 3.5}`) or a bare type name; empty: none. Its alerts go to
   // the policy (`alert_confirm_s`). Needs >= 3 machines (peer comparison).

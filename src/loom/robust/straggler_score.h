@@ -21,7 +21,7 @@ namespace loom::robust {
 struct StragglerOptions {
   int window = 8;          // samples per machine (one per heartbeat with progress)
   int min_samples = 4;     // no score before this many
-  double threshold = 0.75;  // NVRx's value; the driver's default is 0 (off), see README
+  double threshold = 0.75;  // NVRx's value (also the driver's default; 0 turns it off)
 };
 
 class StragglerScore {

@@ -1,0 +1,58 @@
+# Shared by scripts/bench/robust_faults.sh and scripts/bench/robust_ettr.sh (sourced, not run):
+# session bookkeeping, bounded waits, the tiny training config and step counting.
+# The caller sets $work (its scratch directory) before sourcing, and sources with `set -u`.
+
+sessions=()      # session ids of everything started here (drivers, torchrun)
+injectors=()     # pids of `loom monitor inject` (SIGTERM first: they revert their fault)
+kill_session() {  # sid: SIGKILL every process of that session (only ours: we made the session)
+  local p
+  for p in $(ps -e -o pid=,sid= | awk -v s="$1" '$2 == s { print $1 }'); do
+    kill -9 "$p" 2>/dev/null || true
+  done
+}
+cleanup() {
+  local p s
+  for p in "${injectors[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+  for p in "${injectors[@]}"; do wait "$p" 2>/dev/null || true; done
+  for s in "${sessions[@]}"; do kill_session "$s"; done
+  if [ -n "${KEEP:-}" ]; then  # KEEP=DIR: keep the logs (not binaries or checkpoints) for a look
+    mkdir -p "$KEEP" && (cd "$work" && find . \( -name '*.log' -o -name '*.jsonl' \) \
+      -not -path '*/ckpt/*' -exec cp --parents {} "$KEEP" \;) || true
+  fi
+  rm -rf "$work"
+}
+
+corpus=$work/corpus.txt
+for i in $(seq 1 400); do
+  echo "And it came to pass in the day $i that the people went out to the field and sang."
+done > "$corpus"
+TINY=(model.n_layers=1 model.d_model=64 model.n_heads=2 model.context_length=64
+      batch.global=4 batch.micro=2 sample.tokens=16 precision=fp32 eval.every=0
+      optim.warmup_steps=2 data.source=file data.path="$corpus")
+
+now_ms() { date +%s%3N; }
+
+# Starts a command in a new session in the background; sets $started_pid (= its session id).
+start_session() {  # log cmd...
+  local log=$1; shift
+  setsid "$@" > "$log" 2>&1 &
+  started_pid=$!
+  sessions+=("$started_pid")
+}
+
+# Waits for pid to exit within timeout seconds; returns its exit code, 124 on timeout (killed).
+wait_bounded() {  # pid sid timeout_s
+  local pid=$1 sid=$2 t=$3 i rc
+  for ((i = 0; i < t * 5; i++)); do
+    kill -0 "$pid" 2>/dev/null || { rc=0; wait "$pid" || rc=$?; return $rc; }
+    sleep 0.2
+  done
+  kill_session "$sid"
+  wait "$pid" 2>/dev/null || true
+  return 124
+}
+
+max_step() {  # metrics.jsonl -> the highest completed step (0 if none)
+  [ -f "$1" ] || { echo 0; return; }
+  awk -F'"step":' '/"loss"/ { split($2, a, /[,}]/); if (a[1] + 0 > m) m = a[1] + 0 } END { print m + 0 }' "$1"
+}
