@@ -18,7 +18,7 @@
 #include "loom/cli/rank_setup.h"
 #include "loom/cli/run_metrics.h"
 #include "loom/comm/launcher.h"
-#include "loom/train/svg_chart.h"
+#include "loom/base/svg_chart.h"
 #include "loom/train/train_compression.h"
 #include "loom/train/train_config.h"
 
@@ -233,17 +233,17 @@ int Run(const ConvergenceArgs& a) {
                 deltas[worse].get<double>(), deltas[better].get<double>());
   }
 
-  std::vector<train::ChartSeries> series;
+  std::vector<ChartSeries> series;
   const char* colors[] = {"#000000", "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
                           "#8c564b", "#e377c2", "#7f7f7f", "#17becf", "#bcbd22", "#393b79",
                           "#ad494a", "#637939", "#7b4173", "#e7ba52"};
   for (size_t i = 0; i < arms->size(); ++i) {
-    train::ChartSeries s{(*arms)[i]->name, colors[i % 16], {}, false};
+    ChartSeries s{(*arms)[i]->name, colors[i % 16], {}, false};
     for (auto [step, loss] : curve[(*arms)[i]->name]) s.points.push_back({double(step), loss});
     series.push_back(std::move(s));
   }
   const std::string svg = a.svg.empty() ? work + "/convergence.svg" : a.svg;
-  const std::string chart = train::SvgLineChart("train loss, mean of " + std::to_string(a.seeds) +
+  const std::string chart = SvgLineChart("train loss, mean of " + std::to_string(a.seeds) +
                                                     " seeds", "step", "loss", series, 800, 400);
   if (Status s = WriteFileAtomic(svg, chart); !s.ok()) return fail(s);
   std::printf("loss curves: %s\n", svg.c_str());

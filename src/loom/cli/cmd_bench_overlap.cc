@@ -23,7 +23,7 @@
 #include "loom/overlap/bench/bench_worker.h"
 #include "loom/overlap/bench/overlap_report.h"
 #include "loom/overlap/gemm/gemm_efficiency.h"
-#include "loom/train/svg_chart.h"
+#include "loom/base/svg_chart.h"
 
 namespace loom::cli {
 namespace {
@@ -175,12 +175,12 @@ std::vector<json> ReadPeerDocs(const std::string& dir) {
 Status WriteSvg(const std::string& path, const json& report) {
   static const char* kColors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
                                   "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22"};
-  std::vector<train::ChartSeries> series;
+  std::vector<ChartSeries> series;
   int i = 0;
   for (const overlap::SweepSeries& s : overlap::SpeedupSweep(report)) {
     series.push_back({s.name, kColors[i++ % 9], s.points, true});
   }
-  const std::string svg = train::SvgLineChart(
+  const std::string svg = SvgLineChart(
       "loom bench overlap: speedup over sequential vs R = t_comm/t_comp (W=2, link modelled by "
       "the paced proxy)",
       "R = t_comm / t_comp", "speedup over sequential", series, 760, 400);

@@ -17,6 +17,7 @@
 
 #include "loom/cli/commands.h"
 #include "loom/monitor/fleet/detect/detector.h"
+#include "loom/monitor/fleet/eval/eval_report_html.h"
 #include "loom/monitor/fleet/eval/fleet_eval.h"
 #include "loom/monitor/fleet/eval/score_trace.h"
 #include "loom/monitor/fleet/eval/scoring.h"
@@ -133,6 +134,7 @@ int RunDetect(const DetectArgs& a) {
 struct EvalArgs {
   bool quick = false;
   std::string json;
+  std::string html;
   int machines = 0;
   double hours = 0;
   std::vector<int> jobs;
@@ -205,6 +207,14 @@ int RunEval(const EvalArgs& a) {
     return report.status().code() == StatusCode::kInvalidArgument ? kExitUsage : kExitFailure;
   }
   std::printf("%s", monitor::FormatEvalTable(*report).c_str());
+  if (!a.html.empty()) {
+    Status st = monitor::WriteEvalReportHtml(*report, a.html);
+    if (!st.ok()) {
+      std::fprintf(stderr, "loom monitor eval: %s\n", st.ToString().c_str());
+      return kExitFailure;
+    }
+    std::printf("report: %s\n", a.html.c_str());
+  }
   if (!a.json.empty()) {
     std::ofstream f(a.json);
     f << report->dump(2) << "\n";
@@ -238,6 +248,8 @@ void RegisterMonitorDetect(CLI::App& monitor, CliContext* ctx) {
       "eval", "simulated-fleet evaluation: Minder, ablations and baselines (P/R/F1, FA, TTD)");
   e->add_flag("--quick", ea->quick, "small smoke run (< 60 s on one core)");
   e->add_option("--json", ea->json, "write the full report as JSON");
+  e->add_option("--html", ea->html,
+                "write the report as one HTML page with charts (also: loom monitor report)");
   e->add_option("--machines", ea->machines, "machines per simulated job (default 64; quick 32)");
   e->add_option("--hours", ea->hours, "hours per simulated job (default 3; quick 2)");
   e->add_option("--jobs", ea->jobs, "train,val,test job counts (default 2,13,8; quick 2,2,2)")

@@ -40,6 +40,8 @@ void RegisterBenchReplay(CLI::App& bench, CliContext* ctx);
 void RegisterMonitorAgent(CLI::App& monitor, CliContext* ctx);
 void RegisterMonitorSimulate(CLI::App& monitor, CliContext* ctx);
 void RegisterMonitorDetect(CLI::App& monitor, CliContext* ctx);
+// `loom monitor report EVAL.json --html F` (cmd_monitor_report.cc).
+void RegisterMonitorReport(CLI::App& monitor, CliContext* ctx);
 // `loom monitor denoiser train|check` (cmd_monitor_denoiser.cc): Minder's LSTM-VAE denoisers.
 void RegisterMonitorDenoiser(CLI::App& monitor, CliContext* ctx);
 void RegisterMonitorInject(CLI::App& monitor, CliContext* ctx);

@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
   loom::cli::RegisterMonitorAgent(*monitor, &ctx);
   loom::cli::RegisterMonitorSimulate(*monitor, &ctx);
   loom::cli::RegisterMonitorDetect(*monitor, &ctx);
+  loom::cli::RegisterMonitorReport(*monitor, &ctx);
   loom::cli::RegisterMonitorDenoiser(*monitor, &ctx);
   loom::cli::RegisterMonitorInject(*monitor, &ctx);
   loom::cli::RegisterRobust(app, &ctx);

@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "loom/base/file_util.h"
-#include "loom/train/svg_chart.h"
 
 namespace loom::train {
 namespace {
@@ -116,13 +115,6 @@ TEST(RunReportTest, ATornLastLineIsCutAndAGarbledRowIsAnError) {
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().ToString().find("metrics.jsonl:3"), std::string::npos)
       << bad.status().ToString();
-}
-
-TEST(SvgChartTest, PointsMapIntoThePlotArea) {
-  std::string svg = SvgLineChart("t", "x", "y", {{"s", "red", {{0, 1}, {10, 2}}, false}}, 200, 100);
-  // x from 64 (left margin) to 184 (200 - 16); the first point is at the left edge.
-  EXPECT_NE(svg.find("points=\"64,"), std::string::npos) << svg;
-  EXPECT_NE(svg.find("184,"), std::string::npos) << svg;
 }
 
 }  // namespace

@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "loom/base/file_util.h"
-#include "loom/train/svg_chart.h"
+#include "loom/base/svg_chart.h"
 
 namespace loom::train {
 

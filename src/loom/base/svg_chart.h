@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-namespace loom::train {
+namespace loom {
 
 struct ChartSeries {
   std::string name;
@@ -23,4 +23,4 @@ std::string SvgLineChart(const std::string& title, const std::string& x_label,
 // Escapes &, <, >, " for HTML text and attributes.
 std::string HtmlEscape(const std::string& s);
 
-}  // namespace loom::train
+}  // namespace loom

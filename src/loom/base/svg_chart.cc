@@ -1,4 +1,4 @@
-#include "loom/train/svg_chart.h"
+#include "loom/base/svg_chart.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,7 @@
 #include <limits>
 #include <sstream>
 
-namespace loom::train {
+namespace loom {
 
 std::string HtmlEscape(const std::string& s) {
   std::string o;
@@ -135,4 +135,4 @@ std::string SvgLineChart(const std::string& title, const std::string& x_label,
   return o.str();
 }
 
-}  // namespace loom::train
+}  // namespace loom
