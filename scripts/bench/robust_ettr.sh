@@ -160,7 +160,7 @@ while :; do
         *) echo "unknown fault type $type" >&2; exit 2 ;;
       esac
       injectors+=("$!")
-      echo "{\"arm\": \"$arm\", \"fault\": $j, \"type\": \"$type\", \"target\": \"$name\", \"pid\": $pid, \"inject_log\": \"$inj\"}" >> "$faults_log"
+      echo "{\"arm\": \"$arm\", \"fault\": $j, \"type\": \"$type\", \"target\": \"$name\", \"pid\": $pid, \"inject_log\": \"$arm/inject_$j.jsonl\"}" >> "$faults_log"
       echo "fault $j ($type) at ${elapsed}s: $arm $name (pid $pid), step ${last_step[$arm]}" >&2
     done
     j=$((j + 1))
@@ -172,110 +172,8 @@ for arm in "${arm_list[@]}"; do kill_session "${arm_sid[$arm]}"; done
 sleep 1
 
 mkdir -p "$(dirname "$out")"
-"$python" - "$work" "$faults_log" "$t_start" "$t_end" "$out" "$commit" "$label" "$arms" \
-  "$loom_every" "$tr_every" "$straggler_threshold" "$minutes" "$types" \
-  "$(sha256sum < "$loom" | cut -c1-12)" <<'PY'
-import json, statistics, sys
-(work, faults_log, t0, t1, out, commit, label, arms, loom_every, tr_every, threshold, minutes,
- types, sha) = sys.argv[1:]
-t0, t1 = int(t0), int(t1)
-wall = (t1 - t0) / 1000.0
-
-def steps_of(arm):
-    """[(attempt, step, ts_s or None, duration_s of this step or None)], in file order."""
-    rows = []
-    if arm == "loom":
-        # metrics.jsonl: every attempt appends; elapsed_s restarts from 0 with each attempt.
-        att, prev = 0, None
-        for l in open(work + "/loom/run/train/metrics.jsonl"):
-            if '"loss"' not in l: continue
-            r = json.loads(l)
-            if prev and (r["step"] <= prev["step"] or r["elapsed_s"] < prev["elapsed_s"]):
-                att += 1; prev = None
-            dur = None
-            if prev:
-                dur = (r["elapsed_s"] - prev["elapsed_s"]) / (r["step"] - prev["step"])
-            rows.append((att, r["step"], None, dur))
-            prev = r
-    else:
-        prev = None
-        for l in open(work + "/" + arm + "/events.jsonl"):
-            e = json.loads(l)
-            if e["event"] != "step": continue
-            dur = None
-            if prev and prev["restart"] == e["restart"] and e["step"] == prev["step"] + 1:
-                dur = (e["ts_ms"] - prev["ts_ms"]) / 1000.0
-            rows.append((e["restart"], e["step"], e["ts_ms"] / 1000.0, dur))
-            prev = e
-    return rows
-
-faults = [json.loads(l) for l in open(faults_log) if l.strip()]
-result = {"commit": commit, "label": label, "loom_sha256_12": sha, "minutes": float(minutes),
-          "wall_s": wall, "fault_types": types.split(","),
-          "definition": "ETTR = S_final x median step time / wall time",
-          "setups": {
-              "loom": "loom robust --machines 2 --standby k --heartbeat-ms 250 --confirm 2 "
-                      "--straggler-threshold %s; loom train (tiny) ckpt.every=%s" % (threshold, loom_every),
-              "tuned": "torchrun --monitor_interval 1 --max_restarts 2k+2, pg timeout 30 s, "
-                       "FileTimer expires(after=10); torchrun_peer.py --width 512 --ckpt-every %s" % tr_every,
-              "default": "torchrun --max_restarts 2k+2 (monitor 5 s, collective timeout 30 min); "
-                         "torchrun_peer.py --width 512 --ckpt-every %s" % tr_every},
-          "arms": {}}
-for arm in arms.split(","):
-    try:
-        rows = steps_of(arm)
-    except OSError as e:
-        result["arms"][arm] = {"error": str(e)}; continue
-    durs = [d for (_, _, _, d) in rows if d is not None and d > 0]
-    med = statistics.median(durs) if durs else None
-    s_final = rows[-1][1] if rows else 0
-    a = {"steps_final": s_final, "steps_executed": len(rows),
-         "attempts": 1 + max([r[0] for r in rows] + [0]),
-         "median_step_s": med, "mean_step_s": statistics.fmean(durs) if durs else None,
-         "ettr": s_final * med / wall if med else 0.0, "faults": []}
-    if arm == "loom":
-        a["steps_executed"] = None  # log.every=10: steps are sampled, not all logged
-        dec = [json.loads(l) for l in open(work + "/loom/run/robust/decisions.jsonl")]
-        a["evictions"] = [r["text"].split(" ")[0] for r in dec if r["state"] == "EVICT"]
-        a["incidents"] = sum(1 for r in dec if r["state"] == "SUSPENDED")
-        a["final_state"] = dec[-1]["state"] if dec else None
-        running = [r["ts_ms"] / 1000.0 for r in dec
-                   if r["state"] == "RUNNING" and "completed step" in r.get("text", "")]
-    ckpt_every = int(loom_every if arm == "loom" else tr_every)
-    a["ckpt_interval_s"] = ckpt_every * med if med else None
-    for f in (f for f in faults if f["arm"] == arm):
-        g = {"fault": f["fault"], "type": f["type"]}
-        if "skipped" in f:
-            g["skipped"] = f["skipped"]; g["ts_s"] = f["ts_ms"] / 1000.0 - t0 / 1000.0
-            a["faults"].append(g); continue
-        g["target"] = f["target"]
-        try:
-            onset = [json.loads(l) for l in open(f["inject_log"]) if l.strip()][0]["onset_ms"] / 1000.0
-        except (OSError, IndexError, KeyError, ValueError) as e:
-            g["error"] = "no ground-truth onset: %s" % e; a["faults"].append(g); continue
-        g["onset_s"] = onset - t0 / 1000.0
-        # Downtime: onset -> the first step of a later attempt (loom: the driver's "completed
-        # step" RUNNING record; torchrun: the first step event of a higher restart count).
-        if arm == "loom":
-            after = [t for t in running if t > onset]
-        else:
-            before = [r for r in rows if r[2] is not None and r[2] <= onset]
-            att = before[-1][0] if before else 0
-            after = [r[2] for r in rows if r[0] > att and r[2] is not None and r[2] > onset]
-        if after:
-            g["downtime_s"] = after[0] - onset
-        else:
-            g["not_recovered_by_end"] = True
-        a["faults"].append(g)
-    result["arms"][arm] = a
-json.dump(result, open(out, "w"), indent=1)
-print("%-8s %6s %8s %9s %9s %8s %s" % ("arm", "ETTR", "S_final", "med step", "ckpt int",
-                                        "attempts", "downtime per fault (s)"))
-for arm, a in result["arms"].items():
-    if "error" in a: print(arm, a["error"]); continue
-    dts = ["skip" if "skipped" in g else ("never" if g.get("not_recovered_by_end") else
-           "%.1f" % g["downtime_s"] if "downtime_s" in g else "?") for g in a["faults"]]
-    print("%-8s %6.3f %8d %8.1fms %8.1fs %8d %s" % (arm, a["ettr"], a["steps_final"],
-          1000 * (a["median_step_s"] or 0), a["ckpt_interval_s"] or 0, a["attempts"], " ".join(dts)))
-print("wall %.1f s; wrote %s" % (wall, out))
-PY
+"$python" "$root/scripts/bench/robust_ettr_report.py" --work "$work" --t0-ms "$t_start" \
+  --t1-ms "$t_end" --out "$out" --commit "$commit" --label "$label" --arms "$arms" \
+  --loom-ckpt-every "$loom_every" --torchrun-ckpt-every "$tr_every" \
+  --straggler-threshold "$straggler_threshold" --minutes "$minutes" --types "$types" \
+  --loom-sha "$(sha256sum < "$loom" | cut -c1-12)"
