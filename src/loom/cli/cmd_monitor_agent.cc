@@ -32,6 +32,7 @@ struct AgentArgs {
   std::string socket;
   std::vector<std::string> pids;
   std::string cgroup;
+  std::string nvml = "libnvidia-ml.so.1";
   double duration_s = 0;
   bool print = false;
 };
@@ -71,6 +72,7 @@ int Run(const AgentArgs& a) {
   o.interval_ms = a.interval_ms;
   o.socket_path = a.socket;
   o.host.cgroup_dir = a.cgroup;
+  o.host.nvml_library = a.nvml == "off" ? "" : a.nvml;
   for (const std::string& p : a.pids) {
     Result<monitor::WatchedPid> w = ParseWatchedPid(p);
     if (!w.ok()) return usage(w.status());
@@ -132,6 +134,9 @@ void RegisterMonitorAgent(CLI::App& monitor, CliContext* ctx) {
                   "LOOM_MONITOR_SOCKET)");
   cmd->add_option("--pid", a->pids, "process to watch: PID or RANK=PID (repeatable)");
   cmd->add_option("--cgroup", a->cgroup, "cgroup directory whose cpu.stat to sample");
+  cmd->add_option("--nvml", a->nvml,
+                  "NVML library to dlopen for GPU gauges, or 'off' (default libnvidia-ml.so.1; "
+                  "missing: source_available{source=\"nvml\"} 0)");
   cmd->add_option("--duration", a->duration_s, "stop after this many seconds (0: until a signal)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--print", a->print, "print the final exposition to stdout on exit");

@@ -11,11 +11,6 @@
 namespace loom::monitor {
 namespace {
 
-MetricPoint Available(const std::string& source, bool ok) {
-  return Gauge("source_available", "1 when the agent could read the source, 0 when it is missing",
-               ok ? 1 : 0, {{"source", source}});
-}
-
 // Counter delta per second; NaN without a previous sample or when the counter went backwards
 // (wrap or reset: one unknown interval rather than a huge spike).
 double Rate(double now, double prev, double dt) {
@@ -52,6 +47,8 @@ std::vector<MetricPoint> HostSampler::Sample(double now_s) {
   SamplePressure(&out);
   if (!options_.cgroup_dir.empty()) SampleCgroup(dt, &out);
   SamplePids(dt, &out);
+  if (!nvml_) nvml_ = NvmlSource::Open(options_.nvml_library);
+  nvml_->Sample(&out);
   // Availability gauges go last so each family stays contiguous.
   std::stable_partition(out.begin(), out.end(),
                         [](const MetricPoint& p) { return p.name != "source_available"; });
@@ -62,7 +59,7 @@ void HostSampler::SampleCpu(double dt, std::vector<MetricPoint>* out) {
   Result<CpuTicks> cpu = ReadProcFile(Path("stat"), &buf_).ok()
                              ? ParseProcStatCpu(buf_)
                              : Result<CpuTicks>(NotFoundError(""));
-  out->push_back(Available("proc_stat", cpu.ok()));
+  out->push_back(SourceAvailable("proc_stat", cpu.ok()));
   double busy = NAN;
   if (cpu.ok() && prev_cpu_ && std::isfinite(dt)) {
     int64_t total = cpu->Total() - prev_cpu_->Total();
@@ -91,7 +88,7 @@ void HostSampler::SampleMemory(std::vector<MetricPoint>* out) {
   Result<MemInfo> mem = ReadProcFile(Path("meminfo"), &buf_).ok()
                             ? ParseMeminfo(buf_)
                             : Result<MemInfo>(NotFoundError(""));
-  out->push_back(Available("meminfo", mem.ok()));
+  out->push_back(SourceAvailable("meminfo", mem.ok()));
   out->push_back(Gauge("host_memory_used_bytes", "MemTotal - MemAvailable",
                        mem.ok() ? static_cast<double>(mem->UsedBytes()) : NAN));
   out->push_back(Gauge("host_memory_available_bytes", "MemAvailable",
@@ -103,7 +100,7 @@ void HostSampler::SampleNet(double dt, std::vector<MetricPoint>* out) {
       ReadProcFile(Path("net/dev"), &buf_).ok() ? ParseNetDev(buf_)
                                                 : Result<std::vector<NetDevCounters>>(
                                                       NotFoundError(""));
-  out->push_back(Available("net_dev", devs.ok()));
+  out->push_back(SourceAvailable("net_dev", devs.ok()));
   double rx_rate = NAN, tx_rate = NAN;
   std::map<std::string, NetDevCounters> now;
   std::vector<MetricPoint> per_device;
@@ -157,7 +154,7 @@ void HostSampler::SampleSnmp(double dt, std::vector<MetricPoint>* out) {
   Result<int64_t> retrans = ReadProcFile(Path("net/snmp"), &buf_).ok()
                                 ? ParseSnmpTcpRetransSegs(buf_)
                                 : Result<int64_t>(NotFoundError(""));
-  out->push_back(Available("net_snmp", retrans.ok()));
+  out->push_back(SourceAvailable("net_snmp", retrans.ok()));
   double rate = NAN;
   if (retrans.ok() && prev_retrans_) {
     rate = Rate(static_cast<double>(*retrans), static_cast<double>(*prev_retrans_), dt);
@@ -178,7 +175,7 @@ void HostSampler::SamplePressure(std::vector<MetricPoint>* out) {
     Result<double> avg10 = ReadProcFile(Path(std::string("pressure/") + resource), &buf_).ok()
                                ? ParsePressureSomeAvg10(buf_)
                                : Result<double>(NotFoundError(""));
-    out->push_back(Available(std::string("pressure_") + resource, avg10.ok()));
+    out->push_back(SourceAvailable(std::string("pressure_") + resource, avg10.ok()));
     out->push_back(Gauge("host_pressure_some_avg10_ratio",
                          "PSI: share of the last 10 s some task stalled on the resource",
                          avg10.ok() ? *avg10 / 100.0 : NAN, {{"resource", resource}}));
@@ -189,7 +186,7 @@ void HostSampler::SampleCgroup(double dt, std::vector<MetricPoint>* out) {
   Result<CgroupCpuStat> st = ReadProcFile(options_.cgroup_dir + "/cpu.stat", &buf_).ok()
                                  ? ParseCgroupCpuStat(buf_)
                                  : Result<CgroupCpuStat>(NotFoundError(""));
-  out->push_back(Available("cgroup_cpu_stat", st.ok()));
+  out->push_back(SourceAvailable("cgroup_cpu_stat", st.ok()));
   double throttled_ratio = NAN, periods_rate = NAN;
   if (st.ok() && prev_cgroup_) {
     throttled_ratio = Rate(st->throttled_seconds, prev_cgroup_->throttled_seconds, dt);

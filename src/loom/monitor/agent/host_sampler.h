@@ -3,8 +3,8 @@
 //   /proc/stat (CPU busy fraction, CPU seconds by mode), /proc/meminfo (used, available),
 //   /proc/net/dev (rx/tx bytes per second summed over non-loopback interfaces, plus per device),
 //   /proc/net/snmp (TCP RetransSegs per second), /proc/pressure/{cpu,memory,io} (some avg10),
-//   cgroup cpu.stat (throttled periods and time), and per watched PID /proc/<pid>/stat
-//   (CPU cores used, RSS, state; stopped=1 for 'T').
+//   cgroup cpu.stat (throttled periods and time), per watched PID /proc/<pid>/stat
+//   (CPU cores used, RSS, state; stopped=1 for 'T'), and GPUs through NVML when it loads.
 // A source that cannot be read gives `source_available{source=...} 0` and NaN gauges, never 0.
 // Rates are NaN on the first sample (no delta yet).
 //
@@ -22,6 +22,7 @@
 
 #include "loom/monitor/agent/host_parsers.h"
 #include "loom/monitor/agent/metric_point.h"
+#include "loom/monitor/agent/nvml_source.h"
 #include "loom/monitor/agent/proc_stat.h"
 
 namespace loom::monitor {
@@ -38,6 +39,9 @@ struct HostSamplerOptions {
   bool per_device = true;  // also export per-interface net rates and counters
   long clk_tck = 0;        // 0: sysconf(_SC_CLK_TCK)
   long page_size = 0;      // 0: sysconf(_SC_PAGESIZE)
+  // NVML (GPU gauges, nvml_source.h), dlopened at the first Sample; empty: no GPU source at all.
+  // Without the library the agent reports source_available{source="nvml"} 0.
+  std::string nvml_library = "libnvidia-ml.so.1";
 };
 
 class HostSampler {
@@ -69,6 +73,7 @@ class HostSampler {
   std::optional<int64_t> prev_retrans_;
   std::optional<CgroupCpuStat> prev_cgroup_;
   std::map<int, double> prev_pid_cpu_;  // pid -> cpu seconds at the last sample
+  std::optional<NvmlSource> nvml_;      // opened at the first Sample
 };
 
 }  // namespace loom::monitor

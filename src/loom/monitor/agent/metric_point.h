@@ -37,4 +37,10 @@ inline MetricPoint Counter(std::string name, std::string help, double value,
   return {std::move(name), MetricType::kCounter, std::move(help), std::move(labels), value};
 }
 
+// `source_available{source=...}`: 1 when the agent could read the source, 0 when it is missing.
+inline MetricPoint SourceAvailable(const std::string& source, bool ok) {
+  return Gauge("source_available", "1 when the agent could read the source, 0 when it is missing",
+               ok ? 1 : 0, {{"source", source}});
+}
+
 }  // namespace loom::monitor
