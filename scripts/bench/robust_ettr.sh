@@ -150,16 +150,7 @@ while :; do
       fi
       read -r name pid <<< "${pids[$pick]}"
       inj=$work/$arm/inject_$j.jsonl
-      case $type in
-        hang) "$loom" monitor inject --fault stop --pid "$pid" --duration "$hold" --log "$inj" \
-                > /dev/null 2>> "$work/inject.err" & ;;
-        crash) "$loom" monitor inject --fault kill --pid "$pid" --log "$inj" \
-                > /dev/null 2>> "$work/inject.err" & ;;
-        straggler) "$loom" monitor inject --fault cpu_quota --cpu-fraction 0.3 --pid "$pid" \
-                --duration "$hold" --log "$inj" > /dev/null 2>> "$work/inject.err" & ;;
-        *) echo "unknown fault type $type" >&2; exit 2 ;;
-      esac
-      injectors+=("$!")
+      inject_fault "$type" "$pid" "$hold" "$inj" 0.3
       echo "{\"arm\": \"$arm\", \"fault\": $j, \"type\": \"$type\", \"target\": \"$name\", \"pid\": $pid, \"inject_log\": \"$arm/inject_$j.jsonl\"}" >> "$faults_log"
       echo "fault $j ($type) at ${elapsed}s: $arm $name (pid $pid), step ${last_step[$arm]}" >&2
     done

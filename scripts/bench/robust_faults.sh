@@ -148,16 +148,8 @@ for l in open(sys.argv[1]):
     return
   fi
   step0=$(max_step "$run/train/metrics.jsonl")
-  case $type in
-    hang) "$loom" monitor inject --fault stop --pid "$pid" --duration $hold --log "$inj" \
-            > /dev/null 2>> "$work/inject.err" & ;;
-    crash) "$loom" monitor inject --fault kill --pid "$pid" --log "$inj" \
-            > /dev/null 2>> "$work/inject.err" & ;;
-    straggler) "$loom" monitor inject --fault cpu_quota --cpu-fraction "$cpu_fraction" --pid "$pid" \
-            --duration $hold --log "$inj" > /dev/null 2>> "$work/inject.err" & ;;
-  esac
-  local injp=$!
-  injectors+=("$injp")
+  inject_fault "$type" "$pid" "$hold" "$inj" "$cpu_fraction"
+  local injp=$injected_pid
   local rc=0
   wait_bounded "$drv" "$drv" 300 || rc=$?
   wait "$injp" 2>/dev/null || inj_rc=$?
@@ -298,14 +290,8 @@ for l in open(sys.argv[1]):
     kill_session "$agent"; wait "$agent" 2>/dev/null || true
     return
   fi
-  case $type in
-    hang) "$loom" monitor inject --fault stop --pid "$pid" --duration $hold --log "$inj" \
-            > /dev/null 2>> "$work/inject.err" & ;;
-    crash) "$loom" monitor inject --fault kill --pid "$pid" --log "$inj" \
-            > /dev/null 2>> "$work/inject.err" & ;;
-  esac
-  local injp=$!
-  injectors+=("$injp")
+  inject_fault "$type" "$pid" "$hold" "$inj"
+  local injp=$injected_pid
   wait_bounded "$agent" "$agent" $limit || rc=$?
   kill -TERM "$injp" 2>/dev/null || true
   wait "$injp" 2>/dev/null || inj_rc=$?

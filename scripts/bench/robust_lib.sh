@@ -1,6 +1,6 @@
 # Shared by scripts/bench/robust_faults.sh and scripts/bench/robust_ettr.sh (sourced, not run):
 # session bookkeeping, bounded waits, the tiny training config and step counting.
-# The caller sets $work (its scratch directory) before sourcing, and sources with `set -u`.
+# The caller sets $work (its scratch directory) and $loom (the binary) before sourcing.
 
 sessions=()      # session ids of everything started here (drivers, torchrun)
 injectors=()     # pids of `loom monitor inject` (SIGTERM first: they revert their fault)
@@ -50,6 +50,22 @@ wait_bounded() {  # pid sid timeout_s
   kill_session "$sid"
   wait "$pid" 2>/dev/null || true
   return 124
+}
+
+# Starts `loom monitor inject` for one fault in the background (hang = SIGSTOP held hold_s,
+# crash = SIGKILL, straggler = a CPU quota of cpu_fraction of a core held hold_s); the onset goes to
+# the log as ground truth. Sets $injected_pid (also added to $injectors for the cleanup).
+inject_fault() {  # type pid hold_s log [cpu_fraction]
+  local -a args
+  case $1 in
+    hang) args=(--fault stop --duration "$3") ;;
+    crash) args=(--fault kill) ;;
+    straggler) args=(--fault cpu_quota --cpu-fraction "${5:-0.3}" --duration "$3") ;;
+    *) echo "unknown fault type $1" >&2; exit 2 ;;
+  esac
+  "$loom" monitor inject "${args[@]}" --pid "$2" --log "$4" > /dev/null 2>> "$work/inject.err" &
+  injected_pid=$!
+  injectors+=("$injected_pid")
 }
 
 max_step() {  # metrics.jsonl -> the highest completed step (0 if none)
