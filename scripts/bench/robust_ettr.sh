@@ -52,19 +52,9 @@ while [ $# -gt 0 ]; do
     *) sed -n '2,24p' "$0" >&2; exit 2 ;;
   esac
 done
-[ -x "$loom_src" ] || { echo "no loom binary at $loom_src (build it, or pass --loom)" >&2; exit 2; }
-commit=$(git -C "$root" describe --always --dirty --abbrev=7 2>/dev/null || echo unknown)
+name=robust-ettr
+source "$root/scripts/bench/robust_lib.sh"  # sets commit, work, loom; traps
 [ -n "$out" ] || out=$root/bench/results/robust_ettr_${commit}.json
-work=$(mktemp -d /tmp/loom-robust-ettr.XXXXXX)
-mkdir -p "$work/bin"
-loom=$work/bin/loom  # a private copy: others relink the build while this runs
-cp "$loom_src" "$loom"
-export LOOM_CACHE_DIR=$work/cache
-RANDOM=$seed
-
-source "$root/scripts/bench/robust_lib.sh"
-trap cleanup EXIT
-trap 'exit 130' INT TERM
 
 IFS=, read -r -a arm_list <<< "$arms"
 IFS=, read -r -a type_list <<< "$types"

@@ -60,19 +60,9 @@ while [ $# -gt 0 ]; do
     *) sed -n '2,25p' "$0" >&2; exit 2 ;;
   esac
 done
-[ -x "$loom_src" ] || { echo "no loom binary at $loom_src (build it, or pass --loom)" >&2; exit 2; }
-commit=$(git -C "$root" describe --always --dirty --abbrev=7 2>/dev/null || echo unknown)
+name=robust-faults
+source "$root/scripts/bench/robust_lib.sh"  # sets commit, work, loom; traps
 [ -n "$out" ] || out=$root/bench/results/robust_faults_${commit}.json
-work=$(mktemp -d /tmp/loom-robust-faults.XXXXXX)
-# A private copy: others relink build/src/loom/cli/loom while this runs.
-loom=$work/loom
-cp "$loom_src" "$loom"
-export LOOM_CACHE_DIR=$work/cache
-RANDOM=$seed
-
-source "$root/scripts/bench/robust_lib.sh"
-trap cleanup EXIT
-trap 'exit 130' INT TERM
 
 # ---------------------------------------------------------------- fault-free soak (loom robust)
 if [ "$soak_min" != 0 ]; then

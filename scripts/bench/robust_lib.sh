@@ -1,6 +1,18 @@
 # Shared by scripts/bench/robust_faults.sh and scripts/bench/robust_ettr.sh (sourced, not run):
 # session bookkeeping, bounded waits, the tiny training config and step counting.
-# The caller sets $work (its scratch directory) and $loom (the binary) before sourcing.
+# The caller sets $root, $loom_src (the loom binary), $seed and $name before sourcing; sourcing
+# checks the binary, sets $commit, makes the scratch directory $work (removed on exit) with a
+# private copy of the binary in $loom (others relink the build while a bench runs), seeds $RANDOM
+# and installs the cleanup traps.
+
+[ -x "$loom_src" ] || { echo "no loom binary at $loom_src (build it, or pass --loom)" >&2; exit 2; }
+commit=$(git -C "$root" describe --always --dirty --abbrev=7 2>/dev/null || echo unknown)
+work=$(mktemp -d "/tmp/loom-$name.XXXXXX")
+mkdir -p "$work/bin"
+loom=$work/bin/loom
+cp "$loom_src" "$loom"
+export LOOM_CACHE_DIR=$work/cache
+RANDOM=$seed
 
 sessions=()      # session ids of everything started here (drivers, torchrun)
 injectors=()     # pids of `loom monitor inject` (SIGTERM first: they revert their fault)
@@ -21,6 +33,9 @@ cleanup() {
   fi
   rm -rf "$work"
 }
+
+trap cleanup EXIT
+trap 'exit 130' INT TERM
 
 corpus=$work/corpus.txt
 for i in $(seq 1 400); do
