@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
+#include <cmath>
 #include <fstream>
 #include <sstream>
 #include <vector>
@@ -109,11 +110,18 @@ TEST(RunReportTest, ATornLastLineIsCutAndAGarbledRowIsAnError) {
   EXPECT_EQ(w->rows().size(), 1u);
   ASSERT_TRUE(w->Append(Row(20, 1.0)).ok());
   EXPECT_EQ(StepsInFile(dir + "/metrics.jsonl"), (std::vector<int64_t>{10, 20}));
+  // A diverged step (NaN loss, written as null) still resumes, as NaN.
+  MetricRow diverged = Row(30, std::nan(""));
+  ASSERT_TRUE(w->Append(diverged).ok());
+  auto resumed = RunWriter::Open(dir, 30);
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+  ASSERT_EQ(resumed->rows().size(), 3u);
+  EXPECT_TRUE(std::isnan(resumed->rows()[2].loss));
   // A complete line that is not a row is reported with its line number.
   AppendRaw(dir + "/metrics.jsonl", "{\"loss\":1}\n");
   auto bad = RunWriter::Open(dir, 20);
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().ToString().find("metrics.jsonl:3"), std::string::npos)
+  EXPECT_NE(bad.status().ToString().find("metrics.jsonl:4"), std::string::npos)
       << bad.status().ToString();
 }
 

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -27,6 +28,18 @@ nlohmann::json MetricRowToJson(const MetricRow& r) {
   return j;
 }
 
+namespace {
+
+// A numeric field of a metrics row: missing -> `absent`; null -> NaN (nlohmann writes a NaN loss
+// or grad norm as null, and a diverged run must still resume); anything else must be a number.
+double Num(const nlohmann::json& j, const char* key, double absent) {
+  if (!j.contains(key)) return absent;
+  if (j[key].is_null()) return std::nan("");
+  return j[key].get<double>();
+}
+
+}  // namespace
+
 Result<MetricRow> MetricRowFromJson(const nlohmann::json& j) {
   if (!j.is_object() || !j.contains("step") || !j.contains("loss")) {
     return InvalidArgumentError("metrics row needs \"step\" and \"loss\"");
@@ -34,16 +47,16 @@ Result<MetricRow> MetricRowFromJson(const nlohmann::json& j) {
   MetricRow r;
   try {
     r.step = j.at("step").get<int64_t>();
-    r.loss = j.at("loss").get<double>();
-    r.tokens_per_s = j.value("tokens_per_s", 0.0);
-    r.mfu = j.value("mfu", 0.0);
-    r.lr = j.value("lr", 0.0);
-    r.grad_norm = j.value("grad_norm", 0.0);
-    r.elapsed_s = j.value("elapsed_s", 0.0);
-    r.fwd_bwd_s = j.value("fwd_bwd_s", 0.0);
-    r.exposed_comm_s = j.value("exposed_comm_s", 0.0);
-    r.optim_s = j.value("optim_s", 0.0);
-    if (j.contains("eval_loss")) r.eval_loss = j.at("eval_loss").get<double>();
+    r.loss = Num(j, "loss", 0);
+    r.tokens_per_s = Num(j, "tokens_per_s", 0);
+    r.mfu = Num(j, "mfu", 0);
+    r.lr = Num(j, "lr", 0);
+    r.grad_norm = Num(j, "grad_norm", 0);
+    r.elapsed_s = Num(j, "elapsed_s", 0);
+    r.fwd_bwd_s = Num(j, "fwd_bwd_s", 0);
+    r.exposed_comm_s = Num(j, "exposed_comm_s", 0);
+    r.optim_s = Num(j, "optim_s", 0);
+    if (j.contains("eval_loss")) r.eval_loss = Num(j, "eval_loss", 0);
   } catch (const nlohmann::json::exception& e) {
     return InvalidArgumentError(std::string("metrics row: ") + e.what());
   }

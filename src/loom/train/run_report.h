@@ -31,7 +31,8 @@ struct MetricRow {
 };
 
 nlohmann::json MetricRowToJson(const MetricRow& r);
-// The inverse of MetricRowToJson; missing optional timing fields read as 0.
+// The inverse of MetricRowToJson; missing optional fields read as 0, null (a NaN written by
+// nlohmann) as NaN.
 Result<MetricRow> MetricRowFromJson(const nlohmann::json& j);
 
 class RunWriter {
