@@ -207,14 +207,6 @@ int RunEval(const EvalArgs& a) {
     return report.status().code() == StatusCode::kInvalidArgument ? kExitUsage : kExitFailure;
   }
   std::printf("%s", monitor::FormatEvalTable(*report).c_str());
-  if (!a.html.empty()) {
-    Status st = monitor::WriteEvalReportHtml(*report, a.html);
-    if (!st.ok()) {
-      std::fprintf(stderr, "loom monitor eval: %s\n", st.ToString().c_str());
-      return kExitFailure;
-    }
-    std::printf("report: %s\n", a.html.c_str());
-  }
   if (!a.json.empty()) {
     std::ofstream f(a.json);
     f << report->dump(2) << "\n";
@@ -222,6 +214,15 @@ int RunEval(const EvalArgs& a) {
       std::fprintf(stderr, "loom monitor eval: cannot write %s\n", a.json.c_str());
       return kExitFailure;
     }
+  }
+  // After the JSON: a failing page must not cost the (long) evaluation's numbers.
+  if (!a.html.empty()) {
+    Status st = monitor::WriteEvalReportHtml(*report, a.html);
+    if (!st.ok()) {
+      std::fprintf(stderr, "loom monitor eval: %s\n", st.ToString().c_str());
+      return kExitFailure;
+    }
+    std::printf("report: %s\n", a.html.c_str());
   }
   return 0;
 }
