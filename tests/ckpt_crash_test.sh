@@ -15,7 +15,9 @@ shopt -s nullglob
 verified=0
 torn=0  # kills that interrupted a save (an uncommitted .tmp was left)
 for i in $(seq 1 8); do
-  setsid "$LOOM" train --nproc 2 "${args[@]}" run_dir="$SCRATCH/run$i" > "$SCRATCH/run$i.txt" 2>&1 &
+  # TMPDIR: the SIGKILLed launcher cannot remove its rendezvous store; keep it in $SCRATCH.
+  TMPDIR=$SCRATCH setsid "$LOOM" train --nproc 2 "${args[@]}" run_dir="$SCRATCH/run$i" \
+    > "$SCRATCH/run$i.txt" 2>&1 &
   pid=$!
   # Kill at a random moment once training runs: start-up (loading libtorch, measuring the GEMM
   # peak with an empty cache) takes seconds on a loaded machine and must not eat the window.

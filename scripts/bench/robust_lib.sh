@@ -20,6 +20,8 @@ kill_session() {  # sid: SIGKILL every process of that session (only ours: we ma
   local p
   for p in $(ps -e -o pid=,sid= | awk -v s="$1" '$2 == s { print $1 }'); do
     kill -9 "$p" 2>/dev/null || true
+    # A SIGKILLed `loom robust executor` cannot remove its app-metrics socket.
+    rm -f /tmp/loom-app-*-"$p".sock
   done
 }
 cleanup() {
